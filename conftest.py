@@ -1,0 +1,1 @@
+pytest_plugins = ["harness.pytest_plugin"]

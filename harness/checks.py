@@ -1,0 +1,434 @@
+"""The checks every kernel gets: equivalence, gradients, safety, determinism and its input contract.
+
+Each check takes a spec, one implementation, one case and a device, runs what it needs, and returns a
+``CheckResult``. Checks never look at a particular kernel; everything they know comes from the spec.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
+from harness.device import interpreting
+from harness.layouts import Placed
+from harness.numerics import Comparison, compare
+from harness.spec import FLOAT_DTYPES, KernelSpec
+
+Fn = Callable[..., Any]
+
+
+@dataclass
+class CheckResult:
+    """What one check found on one case."""
+
+    check: str
+    passed: bool
+    comparisons: list[Comparison] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float | None:
+        """The worst numerics score among this result's comparisons (None when nothing was compared)."""
+        scores = [c.score for c in self.comparisons]
+        return max(scores) if scores else None
+
+    def details(self) -> str:
+        lines = [c.summary() for c in self.comparisons if not c.passed] + self.problems
+        lines += [c.summary() for c in self.comparisons if c.passed]
+        return "\n".join(lines)
+
+
+# ---- running the kernel and the reference ---------------------------------------------------
+
+
+@contextlib.contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Make torch.empty & co. return NaN (floats) or the max integer, so unwritten outputs show."""
+    det = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        torch.use_deterministic_algorithms(det, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+def as_outputs(value: Any) -> tuple[torch.Tensor, ...]:
+    """Normalise a kernel's return value to a tuple of tensors."""
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
+        return tuple(value)
+    raise TypeError(f"expected a tensor or a tuple of tensors, got {type(value).__name__}")
+
+
+@dataclass
+class Prepared:
+    """A case built on a device: guarded input buffers plus the keyword arguments of the call."""
+
+    case: Case
+    placed: dict[str, Placed]
+    scalars: dict[str, Any]
+
+    def kwargs(self, grad_names: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Arguments pointing at the guarded buffers; ``grad_names`` become leaves that require grad."""
+        out: dict[str, Any] = {}
+        for name, p in self.placed.items():
+            t = p.tensor.detach()
+            out[name] = t.requires_grad_(True) if name in grad_names else t
+        out.update(self.scalars)
+        return out
+
+    def copies(self, dtype: torch.dtype | None = None, grad_names: tuple[str, ...] = (),
+               perturb: int | None = None) -> dict[str, Any]:
+        """Fresh copies for the reference, optionally moved by an ulp or two (calibration sample
+        ``perturb``, see ``harness.numerics``) and then upcast (floating tensors only)."""
+        out: dict[str, Any] = {}
+        for name, p in self.placed.items():
+            t = p.tensor.detach()
+            if perturb is not None and t.is_floating_point():
+                t = _perturbed(t, seed=perturb)
+            t = t.to(dtype) if dtype is not None and t.is_floating_point() else t.clone()
+            out[name] = t.requires_grad_(True) if name in grad_names else t
+        out.update(self.scalars)
+        return out
+
+    def snapshots(self) -> dict[str, torch.Tensor]:
+        return {name: p.snapshot() for name, p in self.placed.items()}
+
+    def changes(self, snapshots: dict[str, torch.Tensor]) -> list[str]:
+        return [f"input '{n}': {c}" for n, p in self.placed.items() for c in p.changes(snapshots[n])]
+
+
+CALIBRATION_SAMPLES = 2
+
+
+def _perturbed(t: torch.Tensor, seed: int) -> torch.Tensor:
+    """``t`` with each element moved by up to two ulps (relative), rounded back to its dtype."""
+    gen = torch.Generator().manual_seed(7919 + seed)
+    noise = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * 2 * torch.finfo(t.dtype).eps
+    return (t.cpu().to(torch.float64) * (1 + noise)).to(t.dtype).to(t.device)
+
+
+def prepare(case: Case, device: torch.device | str) -> Prepared:
+    return Prepared(case=case, placed=case.build(device), scalars=dict(case.scalars))
+
+
+def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dtype: str,
+                     calibration: list[tuple[tuple, tuple]]) -> list[Comparison]:
+    """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples."""
+    multiple = spec.multiple_for(dtype, interpreting())
+    if len(got) != len(eager):
+        return [Comparison("outputs", False, math.inf, multiple,
+                           problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
+    return [
+        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None])
+        for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
+    ]
+
+
+def _output_names(spec: KernelSpec, count: int) -> list[str]:
+    return list(spec.outputs[:count]) + [f"out{i}" for i in range(len(spec.outputs), count)]
+
+
+# ---- forward ------------------------------------------------------------------------------------
+
+
+def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Outputs within the error budget of eager against the fp64 oracle; run with poisoned allocations."""
+    prepared = prepare(case, device)
+    with poisoned_allocations():
+        got = as_outputs(fn(**prepared.kwargs()))
+    eager = as_outputs(spec.reference(**prepared.copies()))
+    oracle = as_outputs(spec.reference(**prepared.copies(torch.float64)))
+    calibration = [
+        (as_outputs(spec.reference(**prepared.copies(perturb=s))),
+         as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
+        for s in range(CALIBRATION_SAMPLES)
+    ]
+    comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration)
+    return CheckResult("forward", all(c.passed for c in comparisons), comparisons)
+
+
+def check_unwritten(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Every output element is written: outputs are allocated poisoned, and poison must not survive."""
+    prepared = prepare(case, device)
+    with poisoned_allocations():
+        got = as_outputs(fn(**prepared.kwargs()))
+    eager = as_outputs(spec.reference(**prepared.copies()))
+    problems = []
+    for name, g, e in zip(_output_names(spec, len(got)), got, eager):
+        if g.shape != e.shape:
+            problems.append(f"{name}: shape {tuple(g.shape)} differs from eager's {tuple(e.shape)}")
+            continue
+        if g.is_floating_point():
+            poisoned = g.detach().isnan() & ~e.detach().isnan()
+        elif g.dtype == torch.bool:
+            continue  # a bool has no value outside True/False to poison with
+        else:
+            top = torch.iinfo(g.dtype).max
+            poisoned = (g.detach() == top) & (e.detach() != top)
+        count = int(poisoned.sum())
+        if count:
+            first = tuple(int(v) for v in torch.nonzero(poisoned)[0])
+            problems.append(
+                f"{name}: {count} of {g.numel()} element(s) still hold the allocation poison "
+                f"(never written), first at index {first}"
+            )
+    return CheckResult("unwritten", not problems, problems=problems)
+
+
+# ---- backward -----------------------------------------------------------------------------------
+
+
+def _grad_outputs(case: Case, outs: tuple[torch.Tensor, ...], device, layout_class: str) -> list[Placed]:
+    placed = []
+    for out in outs:
+        recipe = case.grad_output_recipe(tuple(out.shape), dtype_name(out.dtype), layout_class)
+        placed.append(recipe.build(device))
+    return placed
+
+
+def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs: list[torch.Tensor]):
+    outs = [o for o in as_outputs(fn(**kwargs)) if o.requires_grad]
+    leaves = [kwargs[n] for n in names]
+    return torch.autograd.grad(outs, leaves, grad_outs[: len(outs)], allow_unused=True)
+
+
+def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Gradients within budget vs fp64 autograd through the reference, for contiguous and the case's
+    grad_output layout; grad_output and the inputs must come out unchanged."""
+    names = spec.grad_inputs
+    comparisons: list[Comparison] = []
+    problems: list[str] = []
+    layouts = ["contiguous"] + ([case.grad_layout] if case.grad_layout != "contiguous" else [])
+    for layout in layouts:
+        prepared = prepare(case, device)
+        probe = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
+        grad_placed = _grad_outputs(case, tuple(probe), device, layout)
+        grad_snaps = [g.snapshot() for g in grad_placed]
+        grad_outs = [g.tensor for g in grad_placed]
+        input_snaps = prepared.snapshots()
+        with poisoned_allocations():
+            got = _backward(fn, prepared.kwargs(names), names, grad_outs)
+        for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps)):
+            problems += [f"grad_output[{i}] ({layout}): {c}" for c in g.changes(snap)]
+        problems += [f"during backward, {c}" for c in prepared.changes(input_snaps)]
+        def reference_grads(dtype=None, perturb=None):
+            kwargs = prepared.copies(dtype, names, perturb)
+            outs = [_perturbed(g.detach(), seed=perturb) if perturb is not None else g.detach() for g in grad_outs]
+            outs = [g.to(dtype) if dtype is not None else g.clone() for g in outs]
+            return _backward(spec.reference, kwargs, names, outs)
+
+        eager, oracle = reference_grads(), reference_grads(torch.float64)
+        calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
+        multiple = spec.multiple_for(case.dtype, interpreting())
+        for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
+            label = f"grad {name} (grad_output {layout})"
+            if e is None:
+                continue
+            if g is None:
+                problems.append(f"{label}: the kernel returned no gradient")
+                continue
+            samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
+            comparisons.append(compare(label, g, e, o, multiple, samples))
+    return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
+
+
+def check_gradcheck(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """torch.autograd.gradcheck in float64 (fast mode), on normal values (no infinities to perturb)
+    and without broadcast layouts (gradcheck cannot perturb an element that several indices share)."""
+    tensors = {
+        n: replace(r, values="normal", layout=replace(r.layout, expanded=())) if r.dtype in FLOAT_DTYPES else r
+        for n, r in case.tensors.items()
+    }
+    prepared = prepare(replace(case, tensors=tensors), device)
+    kwargs = prepared.kwargs(spec.grad_inputs)
+    names = spec.grad_inputs
+
+    def call(*leaves):
+        return fn(**{**kwargs, **dict(zip(names, leaves))})
+
+    try:
+        ok = torch.autograd.gradcheck(call, tuple(kwargs[n] for n in names), fast_mode=True, raise_exception=True)
+    except Exception as exc:  # gradcheck reports through exceptions; keep its message
+        return CheckResult("gradcheck", False, problems=[f"gradcheck failed: {exc}"])
+    return CheckResult("gradcheck", bool(ok))
+
+
+# ---- safety -------------------------------------------------------------------------------------
+
+
+def check_guards(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Guard bands, gaps and the inputs themselves are bitwise unchanged by forward and backward."""
+    prepared = prepare(case, device)
+    snaps = prepared.snapshots()
+    names = spec.grad_inputs
+    outs = as_outputs(fn(**prepared.kwargs(names)))
+    problems = [f"during forward, {c}" for c in prepared.changes(snaps)]
+    diff = [o for o in outs if o.requires_grad]
+    if diff:
+        grad_placed = _grad_outputs(case, tuple(diff), device, case.grad_layout)
+        grad_snaps = [g.snapshot() for g in grad_placed]
+        torch.autograd.backward(diff, [g.tensor for g in grad_placed])
+        problems += [f"during backward, {c}" for c in prepared.changes(snaps)]
+        for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps)):
+            problems += [f"during backward, grad_output[{i}]: {c}" for c in g.changes(snap)]
+    return CheckResult("guards", not problems, problems=problems)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(torch.equal(a.isnan(), b.isnan())) and bool(torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0)))
+    return bool(torch.equal(a, b))
+
+
+def check_determinism(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Two calls on the same inputs give bitwise the same outputs (and gradients)."""
+    prepared = prepare(case, device)
+    names = spec.grad_inputs
+    runs = []
+    for _ in range(2):
+        kwargs = prepared.kwargs(names)
+        outs = as_outputs(fn(**kwargs))
+        grads: tuple = ()
+        diff = [o for o in outs if o.requires_grad]
+        if diff:
+            grad_outs = [g.tensor for g in _grad_outputs(case, tuple(diff), device, case.grad_layout)]
+            grads = torch.autograd.grad(diff, [kwargs[n] for n in names], grad_outs, allow_unused=True)
+        runs.append(([o.detach() for o in outs], grads))
+    problems = []
+    for name, a, b in zip(_output_names(spec, len(runs[0][0])), runs[0][0], runs[1][0]):
+        if not _same_bits(a, b):
+            problems.append(f"{name}: a second call on the same inputs gave different bits")
+    for name, a, b in zip(names, runs[0][1], runs[1][1]):
+        if a is not None and b is not None and not _same_bits(a, b):
+            problems.append(f"grad {name}: a second backward on the same inputs gave different bits")
+    return CheckResult("determinism", not problems, problems=problems)
+
+
+# ---- the input contract -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One bad call and the argument its error must name."""
+
+    description: str
+    argument: str
+    kwargs: dict[str, Any]
+
+
+def _wrong_device(device) -> str:
+    return "cpu" if torch.device(device).type == "cuda" else "meta"
+
+
+def _rebuilt(recipe: TensorRecipe, device, **changes) -> torch.Tensor:
+    return replace(recipe, **changes).build(device).tensor
+
+
+def bad_calls(spec: KernelSpec, case: Case, device) -> Iterator[Rejection]:
+    """The automatic contract: wrong device, wrong dtype and mismatched sizes for every tensor,
+    plus the spec's own bad scalars and bad inputs.
+
+    Convention for sizes: the first tensor holding a dim defines it; a later tensor whose size
+    disagrees is the one the error must name.
+    """
+    valid = prepare(case, device).kwargs()
+    for arg in spec.tensors:
+        good = valid[arg.name]
+        yield Rejection(f"'{arg.name}' on the wrong device", arg.name, {**valid, arg.name: good.to(_wrong_device(device))})
+        wrong = [torch.int32] if arg.dtype is None else []
+        if arg.dtype is None and "float64" not in spec.dtypes:
+            wrong.append(torch.float64)
+        for dt in wrong:
+            yield Rejection(f"'{arg.name}' as {dtype_name(dt)}", arg.name, {**valid, arg.name: good.to(dt)})
+    owner: dict[str, str] = {}
+    for arg in spec.tensors:
+        for axis, dim in enumerate(d for d in arg.dims if d != "*batch"):
+            if dim in owner:
+                recipe = case.tensors[arg.name]
+                position = len(recipe.shape) - len([d for d in arg.dims if d != "*batch"]) + axis
+                shape = list(recipe.shape)
+                shape[position] += 1
+                yield Rejection(
+                    f"'{arg.name}' with {dim}={shape[position]} while '{owner[dim]}' has {shape[position] - 1}",
+                    arg.name,
+                    {**valid, arg.name: _rebuilt(recipe, device, shape=tuple(shape))},
+                )
+            else:
+                owner[dim] = arg.name
+    for name, values in spec.bad_scalars.items():
+        for value in values:
+            yield Rejection(f"scalar '{name}' = {value!r}", name, {**valid, name: value})
+    for bad in spec.bad_inputs:
+        yield Rejection(bad.description, bad.argument, bad.mutate(dict(valid)))
+
+
+def check_contract(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
+    """Every bad call raises TypeError or ValueError whose message names the argument."""
+    problems = []
+    count = 0
+    for rejection in bad_calls(spec, case, device):
+        count += 1
+        pattern = re.compile(rf"['\"`]{re.escape(rejection.argument)}['\"`]")
+        try:
+            fn(**rejection.kwargs)
+        except (TypeError, ValueError) as exc:
+            if not pattern.search(str(exc)):
+                problems.append(
+                    f"{rejection.description}: raised {type(exc).__name__} that does not name "
+                    f"'{rejection.argument}': {exc}"
+                )
+        except Exception as exc:  # noqa: BLE001 - any other failure is a contract violation
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            problems.append(
+                f"{rejection.description}: raised {type(exc).__name__} ({first[:160]}) instead of a "
+                f"TypeError/ValueError naming '{rejection.argument}'"
+            )
+        else:
+            problems.append(f"{rejection.description}: was accepted; expected an error naming '{rejection.argument}'")
+    if not count:
+        problems.append("the spec defines no bad call to test (no tensors?)")
+    return CheckResult("contract", not problems, problems=problems)
+
+
+CHECK_FUNCTIONS: dict[str, Callable[[KernelSpec, Fn, Case, Any], CheckResult]] = {
+    "forward": check_forward,
+    "backward": check_backward,
+    "unwritten": check_unwritten,
+    "guards": check_guards,
+    "determinism": check_determinism,
+    "gradcheck": check_gradcheck,
+    "contract": check_contract,
+}
+
+
+def case_dtype_for(check: str, dtype: str) -> str:
+    """gradcheck runs in float64 whatever the parametrised dtype says."""
+    return "float64" if check == "gradcheck" else dtype
+
+
+def run_check(spec: KernelSpec, fn: Fn, check: str, case: Case, device) -> CheckResult:
+    device = torch.device(device)
+    ctx = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    with ctx:
+        return CHECK_FUNCTIONS[check](spec, fn, case, device)
+
+
+__all__ = ["CheckResult", "run_check", "CHECK_FUNCTIONS", "poisoned_allocations", "torch_dtype"]

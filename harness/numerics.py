@@ -1,0 +1,200 @@
+"""The equivalence rule: an error budget calibrated on eager PyTorch, not a fixed tolerance.
+
+For one output we have three tensors: the kernel's, eager's (the reference run in the kernel's
+dtype) and the oracle's (the reference on the same inputs upcast to float64). Eager's own error
+against the oracle defines an envelope per element::
+
+    envelope_i = atol_row(i) + eps * |oracle_i|
+    atol_row   = max(tiny, max over the row and over the calibration samples of
+                           (|eager_j - oracle_j| - eps * |oracle_j|))
+
+``eps`` is the output dtype's machine epsilon (one ulp at 1.0) and ``tiny`` its smallest normal
+number, so the envelope never drops below about one ulp of the output: the floor that lets a kernel
+round differently from eager (fused multiply-adds, another summation order, the interpreter's
+truncating bf16 stores). ``atol_row`` holds whatever error eager makes beyond one relative ulp
+(cancellation, long sums). Two things keep it from being an accident of one input:
+
+* it is the maximum over the element's row (the last dimension), because rounding errors of a
+  reduction scale with the row's magnitudes, not with the one result that happened to be small;
+* it is the maximum over a few calibration samples: eager and the oracle run again on inputs moved
+  by an ulp or two, so an element where eager rounded luckily to the exact answer does not shrink
+  the budget to nothing (a sum of four numbers can be exact in eager and off by an ulp of its
+  terms in a kernel that adds them in another order).
+
+The kernel's **numerics score** is ``max_i |kernel_i - oracle_i| / envelope_i``: its worst error in
+units of eager's. It passes when the score is at most the spec's declared multiple. NaN and +-inf
+must sit exactly where eager has them; integer and bool outputs must be equal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Comparison:
+    """The outcome of comparing one output (or one gradient) against eager and the oracle."""
+
+    name: str
+    passed: bool
+    score: float
+    multiple: float
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    eager_max_abs_error: float = 0.0
+    atol: float = 0.0
+    worst_index: tuple[int, ...] | None = None
+    kernel_value: float | None = None
+    eager_value: float | None = None
+    oracle_value: float | None = None
+    problem: str = ""
+
+    def summary(self) -> str:
+        if self.problem:
+            return f"{self.name}: {self.problem}"
+        at = ""
+        if self.worst_index is not None:
+            at = (
+                f"; worst at index {self.worst_index}: kernel={self.kernel_value:.6g} "
+                f"eager={self.eager_value:.6g} oracle={self.oracle_value:.6g}"
+            )
+        verdict = "within" if self.passed else "OVER"
+        return (
+            f"{self.name}: numerics score {self.score:.3g} ({verdict} budget {self.multiple:g}); "
+            f"max abs error {self.max_abs_error:.3g} (eager {self.eager_max_abs_error:.3g}), "
+            f"max rel error {self.max_rel_error:.3g}, envelope atol of that row {self.atol:.3g}{at}"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "score": _finite_or_none(self.score),
+            "multiple": self.multiple,
+            "max_abs_error": _finite_or_none(self.max_abs_error),
+            "max_rel_error": _finite_or_none(self.max_rel_error),
+            "eager_max_abs_error": _finite_or_none(self.eager_max_abs_error),
+            "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+            "problem": self.problem,
+        }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _index(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        out.append(flat % size if size else 0)
+        flat //= size if size else 1
+    return tuple(reversed(out))
+
+
+def _first_true(mask: torch.Tensor) -> tuple[int, ...]:
+    return _index(int(torch.nonzero(mask.flatten())[0]), mask.shape)
+
+
+def _structure_problem(kernel: torch.Tensor, eager: torch.Tensor) -> str:
+    if not isinstance(kernel, torch.Tensor):
+        return f"kernel returned {type(kernel).__name__}, expected a tensor"
+    if kernel.shape != eager.shape:
+        return f"kernel output has shape {tuple(kernel.shape)}, eager's has {tuple(eager.shape)}"
+    if kernel.dtype != eager.dtype:
+        return f"kernel output has dtype {kernel.dtype}, eager's has {eager.dtype}"
+    if kernel.device != eager.device:
+        return f"kernel output is on {kernel.device}, eager's on {eager.device}"
+    return ""
+
+
+def _row_max(values: torch.Tensor) -> torch.Tensor:
+    """Each element replaced by the maximum of its row (last dimension)."""
+    if values.ndim == 0:
+        return values
+    rows = values.reshape(-1, values.shape[-1]) if values.shape[-1] else values.reshape(-1, 1)
+    return rows.amax(dim=1, keepdim=True).expand_as(rows).reshape(values.shape)
+
+
+def eager_excess(eager: torch.Tensor, oracle: torch.Tensor, eps: float) -> torch.Tensor:
+    """Eager's error beyond one relative ulp, per element (0 where anything is not finite)."""
+    e = eager.detach().to(torch.float64)
+    o = oracle.detach().to(device=e.device, dtype=torch.float64)
+    finite = e.isfinite() & o.isfinite()
+    excess = ((e - o).abs() - eps * o.abs()).clamp_min(0)
+    return torch.where(finite, excess, torch.zeros_like(excess))
+
+
+def compare(
+    name: str,
+    kernel: torch.Tensor,
+    eager: torch.Tensor,
+    oracle: torch.Tensor,
+    multiple: float,
+    calibration: list[tuple[torch.Tensor, torch.Tensor]] = (),
+) -> Comparison:
+    """Judge ``kernel`` against ``oracle`` under the envelope of ``eager``'s error (module docstring).
+
+    ``calibration`` holds extra (eager, oracle) pairs computed on ulp-perturbed inputs.
+    """
+    problem = _structure_problem(kernel, eager)
+    if problem:
+        return Comparison(name, False, math.inf, multiple, problem=problem)
+    if not (kernel.is_floating_point() or kernel.is_complex()):
+        unequal = kernel != eager
+        if bool(unequal.any()):
+            i = _first_true(unequal)
+            return Comparison(
+                name, False, math.inf, multiple,
+                problem=f"{int(unequal.sum())} element(s) differ from eager (exact match required); "
+                f"first at index {i}: kernel={kernel[i].item()} eager={eager[i].item()}",
+            )
+        return Comparison(name, True, 0.0, multiple)
+
+    k = kernel.detach().to(torch.float64)
+    e = eager.detach().to(torch.float64)
+    o = oracle.detach().to(device=k.device, dtype=torch.float64)
+    pattern_mismatch = (k.isnan() != e.isnan()) | (k.isposinf() != e.isposinf()) | (k.isneginf() != e.isneginf())
+    if bool(pattern_mismatch.any()):
+        i = _first_true(pattern_mismatch)
+        return Comparison(
+            name, False, math.inf, multiple, worst_index=i,
+            kernel_value=k[i].item(), eager_value=e[i].item(), oracle_value=o[i].item(),
+            problem=f"NaN/inf pattern differs from eager at {int(pattern_mismatch.sum())} element(s); "
+            f"first at index {i}: kernel={k[i].item()} eager={e[i].item()} oracle={o[i].item()}",
+        )
+    finite = k.isfinite() & e.isfinite() & o.isfinite()
+    info = torch.finfo(kernel.dtype)
+    if not bool(finite.any()):
+        return Comparison(name, True, 0.0, multiple)
+    k, e, o = (torch.where(finite, t, torch.zeros_like(t)) for t in (k, e, o))
+    magnitude = o.abs()
+    eager_err = (e - o).abs()
+    kernel_err = (k - o).abs()
+    excess = eager_excess(e, o, info.eps)
+    for sample_eager, sample_oracle in calibration:
+        if sample_eager.shape == excess.shape:
+            excess = torch.maximum(excess, eager_excess(sample_eager, sample_oracle, info.eps))
+    atol_row = _row_max(excess).clamp_min(info.tiny)
+    ratio = kernel_err / (atol_row + info.eps * magnitude)
+    worst = int(ratio.flatten().argmax())
+    i = _index(worst, ratio.shape)
+    score = float(ratio.flatten()[worst])
+    atol = float(atol_row[i]) if atol_row.ndim else float(atol_row)
+    rel = torch.where(magnitude > 0, kernel_err / magnitude.clamp_min(info.tiny), torch.zeros_like(kernel_err))
+    return Comparison(
+        name=name,
+        passed=score <= multiple,
+        score=score,
+        multiple=multiple,
+        max_abs_error=float(kernel_err.max()),
+        max_rel_error=float(rel.max()),
+        eager_max_abs_error=float(eager_err.max()),
+        atol=atol,
+        worst_index=i,
+        kernel_value=float(k[i]),
+        eager_value=float(e[i]),
+        oracle_value=float(o[i]),
+    )

@@ -1,0 +1,46 @@
+"""Hypothesis profiles: ``ci`` (deterministic and fast), ``nightly`` (deep), ``dev`` (in between).
+
+The active profile comes from ``--hypothesis-profile`` or the ``HARNESS_PROFILE`` environment
+variable, ``ci`` by default. ``ci`` is derandomized: the same code gives the same cases on every run,
+so a red CI is never a coin toss; ``HARNESS_SEED`` (or ``--harness-seed``) draws other cases.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+PROFILES = ("ci", "dev", "nightly")
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+
+settings.register_profile(
+    "ci", max_examples=8, derandomize=True, deadline=None, database=None, print_blob=True,
+    suppress_health_check=_SLOW_OK,
+)
+settings.register_profile(
+    "dev", max_examples=30, deadline=None, print_blob=True, suppress_health_check=_SLOW_OK,
+)
+settings.register_profile(
+    "nightly", max_examples=150, deadline=None, print_blob=True, database=None,
+    suppress_health_check=_SLOW_OK, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+)
+
+
+def load(name: str | None = None) -> str:
+    """Activate a profile by name (default: $HARNESS_PROFILE or ``ci``); returns its name."""
+    chosen = name or os.environ.get("HARNESS_PROFILE") or "ci"
+    if chosen not in PROFILES:
+        raise ValueError(f"unknown harness profile {chosen!r}; expected one of {PROFILES}")
+    settings.load_profile(chosen)
+    return chosen
+
+
+def seed_from_env() -> int | None:
+    raw = os.environ.get("HARNESS_SEED")
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"HARNESS_SEED must be an integer, got {raw!r}") from None

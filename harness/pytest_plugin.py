@@ -1,0 +1,117 @@
+"""The harness's pytest plugin: one test per spec x implementation x dtype x check.
+
+Load it from a conftest with ``pytest_plugins = ["harness.pytest_plugin"]``; any test that asks for
+the ``harness_run`` fixture argument is parametrised over every registered spec. Importing the plugin
+picks the backend (GPU, or the Triton interpreter when there is none) before any kernel is imported,
+and registers the Hypothesis profiles. Under xdist each worker pins one GPU (``gwN`` -> GPU
+``N mod count``), and the terminal summary shows how the tests spread over the devices.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+from harness import profiles
+from harness.device import configure_backend, describe, select_device
+from harness.registry import load_specs, select
+from harness.runner import CheckFailure, PropertyRun, property_runs, skip_reason
+
+configure_backend()
+profiles.load(os.environ.get("HARNESS_PROFILE"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "kernel verification harness")
+    group.addoption("--kernels", default="", help="comma-separated spec names to verify (default: all)")
+    group.addoption("--implementations", default="", help="comma-separated implementation names (default: all)")
+    group.addoption("--dtypes", default="", help="comma-separated dtypes (default: each spec's own)")
+    group.addoption("--harness-seed", type=int, default=None,
+                    help="draw cases from this seed instead of the ci profile's fixed ones (also HARNESS_SEED)")
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
+    config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
+    config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
+    seed = config.getoption("--harness-seed")
+    config._harness_seed = seed if seed is not None else profiles.seed_from_env()  # type: ignore[attr-defined]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from hypothesis import settings
+
+    profile = settings._current_profile  # noqa: SLF001 - the only way to read the active profile's name
+    return [f"harness: device {describe(config._harness_device)}, hypothesis profile {profile!r}"]  # type: ignore[attr-defined]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "harness_run" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    device = config._harness_device  # type: ignore[attr-defined]
+    specs = select(load_specs(), _csv(config.getoption("--kernels")))
+    params = []
+    for spec in specs.values():
+        runs = property_runs(
+            spec, device,
+            implementations=_csv(config.getoption("--implementations")) or None,
+            dtypes=_csv(config.getoption("--dtypes")) or None,
+        )
+        for run in runs:
+            marks = [pytest.mark.kernel(spec.name)]
+            reason = skip_reason(spec, run.implementation, device)
+            if reason:
+                marks.append(pytest.mark.skip(reason=reason))
+            known = spec.known_failure(run.implementation, run.dtype, run.check)
+            if known:
+                marks.append(pytest.mark.xfail(reason=known.reason, strict=True, raises=pytest.fail.Exception))
+            params.append(pytest.param(run, id=run.test_id, marks=marks))
+    metafunc.parametrize("harness_run", params)
+
+
+@pytest.fixture
+def harness_seed(request: pytest.FixtureRequest) -> int | None:
+    return request.config._harness_seed  # type: ignore[attr-defined]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "harness_run" not in getattr(item, "fixturenames", ()):
+        return
+    item.user_properties.append(("harness_worker", os.environ.get("PYTEST_XDIST_WORKER", "main")))
+    item.user_properties.append(("harness_device", describe(item.config._harness_device)))  # type: ignore[attr-defined]
+
+
+def verify(run: PropertyRun, seed: int | None) -> None:
+    """Run one property inside a test; a failure becomes a pytest failure carrying the full report
+    (shrunk case, error statistics, repro command) instead of a traceback through the harness."""
+    try:
+        run.run(force_seed=seed)
+    except CheckFailure as failure:
+        report = str(failure)
+    else:
+        return
+    pytest.fail(report, pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    spread: Counter[tuple[str, str]] = Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            props = dict(getattr(report, "user_properties", ()) or ())
+            if getattr(report, "when", None) == "call" and "harness_device" in props:
+                spread[(props["harness_device"], props["harness_worker"])] += 1
+    if not spread:
+        return
+    terminalreporter.section("harness devices")
+    by_device: dict[str, list[str]] = {}
+    for (device, worker), count in sorted(spread.items()):
+        by_device.setdefault(device, []).append(f"{worker}: {count} tests")
+    for device, workers in by_device.items():
+        terminalreporter.write_line(f"{device}: {', '.join(workers)}")

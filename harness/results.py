@@ -1,0 +1,70 @@
+"""Outcomes of property runs, as records the CLI prints and the reports read.
+
+``verify`` runs a list of ``PropertyRun`` (skipping what cannot run here, expecting the known
+failures) and returns one ``Outcome`` per run; it is the single place where statuses are decided,
+so the terminal table, JSON results and pytest agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+
+from harness.runner import CheckFailure, PropertyRun, skip_reason
+
+PASSED, FAILED, SKIPPED, XFAILED, XPASSED = "passed", "failed", "skipped", "xfailed", "xpassed"
+
+
+@dataclass
+class Outcome:
+    """What one (spec, implementation, dtype, check) property found."""
+
+    spec: str
+    implementation: str
+    dtype: str
+    check: str
+    status: str
+    examples: int = 0
+    worst_score: float | None = None
+    seconds: float = 0.0
+    message: str = ""
+    repro: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (PASSED, SKIPPED, XFAILED)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        if data["worst_score"] is not None and not math.isfinite(data["worst_score"]):
+            data["worst_score"] = None
+        return data
+
+
+def verify(runs: Iterable[PropertyRun], seed: int | None = None,
+           on_start: Callable[[PropertyRun], None] | None = None) -> list[Outcome]:
+    """Run each property and classify it; never raises for a kernel's failure."""
+    outcomes = []
+    for run in runs:
+        if on_start:
+            on_start(run)
+        base = dict(spec=run.spec.name, implementation=run.implementation, dtype=run.dtype, check=run.check)
+        reason = skip_reason(run.spec, run.implementation, run.device)
+        if reason:
+            outcomes.append(Outcome(**base, status=SKIPPED, message=reason))
+            continue
+        known = run.spec.known_failure(run.implementation, run.dtype, run.check)
+        try:
+            run.run(force_seed=seed)
+        except CheckFailure as failure:
+            status = XFAILED if known else FAILED
+            message = f"known failure: {known.reason}\n{failure}" if known else str(failure)
+            outcomes.append(Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
+                                    seconds=run.seconds, message=message, repro=failure.repro_path))
+            continue
+        status = XPASSED if known else PASSED
+        message = f"expected to fail ({known.reason}) but passed: remove the known failure" if known else ""
+        outcomes.append(Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
+                                seconds=run.seconds, message=message))
+    return outcomes

@@ -1,0 +1,162 @@
+"""Running one check as a Hypothesis property, and turning its failure into something to act on.
+
+``PropertyRun`` is the unit everything schedules: the pytest plugin makes one test of each, the CLI
+runs them in a loop. It draws cases, runs the check, keeps the worst numerics score, and when a case
+fails lets Hypothesis shrink it, then raises ``CheckFailure`` with the shrunk case, the error
+statistics and a standalone repro script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+from hypothesis import given, seed, settings
+
+from harness.case import Case
+from harness.checks import CheckResult, case_dtype_for, run_check
+from harness.device import on_gpu
+from harness.repro import write_repro
+from harness.spec import KernelSpec
+from harness.strategies import cases
+
+CONTRACT_EXAMPLES = 3  # each contract example already makes a dozen bad calls
+
+
+class CheckFailure(AssertionError):
+    """A check failed on a (shrunk) case; ``str()`` is the full report a kernel author reads."""
+
+    def __init__(self, run: PropertyRun, case: Case, result: CheckResult):
+        self.run = run
+        self.case = case
+        self.result = result
+        self.repro_path: str | None = None
+        super().__init__(self.report())
+
+    def report(self) -> str:
+        lines = [
+            f"{self.run.label} FAILED",
+            "case:",
+            *("  " + line for line in self.case.describe().splitlines()),
+            "what went wrong:",
+            *("  " + line for line in self.result.details().splitlines()),
+            "reproduce:",
+            f"  harness repro '{self.case.dumps()}' --implementation {self.run.implementation} --check {self.run.check}",
+        ]
+        if self.repro_path:
+            lines.append(f"  python {self.repro_path}")
+        return "\n".join(lines)
+
+    def save_repro(self) -> str:
+        self.repro_path = write_repro(self.case, self.run.implementation, self.run.check, self.report())
+        self.args = (self.report(),)
+        return self.repro_path
+
+
+@dataclass
+class PropertyRun:
+    """One (spec, implementation, dtype, check) property and what running it found."""
+
+    spec: KernelSpec
+    implementation: str
+    dtype: str
+    check: str
+    device: torch.device
+    max_examples: int | None = None  # override the profile's count (e.g. to hunt a planted bug)
+    examples: int = 0
+    worst_score: float | None = None
+    seconds: float = 0.0
+    scores: list[float] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.name}[{self.implementation}] {self.check} ({case_dtype_for(self.check, self.dtype)})"
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.spec.name}-{self.implementation}-{self.dtype}-{self.check}"
+
+    def _record(self, result: CheckResult) -> None:
+        self.examples += 1
+        if result.passed and result.score is not None:
+            self.scores.append(result.score)
+            self.worst_score = max(self.scores)
+
+    def _settings(self, force_seed: int | None) -> settings:
+        overrides: dict = {}
+        if self.check == "contract":
+            overrides["max_examples"] = min(settings.default.max_examples, CONTRACT_EXAMPLES)
+        if force_seed is not None:
+            overrides["derandomize"] = False
+        if self.max_examples is not None:
+            overrides["max_examples"] = self.max_examples
+        return settings(settings.default, **overrides)
+
+    def run(self, force_seed: int | None = None) -> None:
+        """Run the property; raise ``CheckFailure`` (with a saved repro script) when a case fails."""
+        fn = self.spec.implementations[self.implementation].load()
+        strategy = cases(self.spec, case_dtype_for(self.check, self.dtype), on_gpu(self.device))
+
+        @self._settings(force_seed)
+        @given(case=strategy)
+        def property_(case: Case) -> None:
+            try:
+                result = run_check(self.spec, fn, self.check, case, self.device)
+            except Exception as exc:  # noqa: BLE001 - a crash on a case is a failure of that case
+                result = CheckResult(self.check, False, problems=[f"raised {type(exc).__name__}: {exc}"])
+            self._record(result)
+            if not result.passed:
+                raise CheckFailure(self, case, result)
+
+        if force_seed is not None:
+            salt = int(hashlib.sha256(self.test_id.encode()).hexdigest()[:8], 16)
+            property_ = seed(force_seed ^ salt)(property_)
+        start = time.perf_counter()
+        try:
+            property_()
+        except CheckFailure as failure:
+            failure.save_repro()
+            raise
+        except BaseExceptionGroup as group:  # several distinct failures: report the first of ours
+            ours = group.subgroup(CheckFailure)
+            if ours is None:
+                raise
+            first = ours.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            first.save_repro()
+            raise first from group
+        finally:
+            self.seconds = time.perf_counter() - start
+
+
+def property_runs(spec: KernelSpec, device: torch.device, implementations=None, dtypes=None, checks=None) -> list[PropertyRun]:
+    """Every (implementation, dtype, check) of a spec, filtered; dtype-free checks run once."""
+    runs = []
+    for impl in spec.implementations:
+        if implementations and impl not in implementations:
+            continue
+        for check in spec.checks():
+            if checks and check not in checks:
+                continue
+            spec_dtypes = spec.float_dtypes
+            dtype_list = [d for d in spec_dtypes if not dtypes or d in dtypes]
+            if check in ("gradcheck", "contract"):
+                dtype_list = dtype_list[:1] or ([] if dtypes else spec_dtypes[:1])
+            for dtype in dtype_list:
+                runs.append(PropertyRun(spec, impl, dtype, check, device))
+    return runs
+
+
+def skip_reason(spec: KernelSpec, implementation: str, device: torch.device) -> str | None:
+    """Why an implementation cannot run here, or None."""
+    impl = spec.implementations[implementation]
+    if (impl.requires_cuda or spec.requires_cuda) and device.type != "cuda":
+        return f"{spec.name}[{implementation}] needs a CUDA device; this run uses the Triton interpreter on the CPU"
+    if impl.min_compute_capability and device.type == "cuda":
+        have = torch.cuda.get_device_capability(device)
+        if have < impl.min_compute_capability:
+            return f"{spec.name}[{implementation}] needs compute capability {impl.min_compute_capability}, device has {have}"
+    return None

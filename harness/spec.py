@@ -1,0 +1,317 @@
+"""The declarative record that pairs a fused kernel with its eager reference.
+
+A ``KernelSpec`` says everything the harness needs to verify and benchmark a kernel: its reference,
+its implementations, the named tensors and scalars of a call, the sizes they range over, the dtypes
+and layouts it accepts, its error budget, its performance model and its known failures. Specs are
+plain data: building one validates it and raises ``SpecError`` naming the offending field, so a
+malformed spec fails at import, not halfway through a nightly run.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.layouts import LAYOUT_CLASSES
+from harness.values import known_value_kinds
+
+FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES
+CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "gradcheck", "contract")
+BATCH = "*batch"  # a dims entry that expands to zero or more leading batch dimensions
+
+
+class SpecError(ValueError):
+    """A kernel spec is malformed; the message names the spec and the field."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A named size shared by the tensors of a case (e.g. ``rows``, ``cols``).
+
+    ``cpu_max`` bounds it under the Triton interpreter, where every program instance costs
+    milliseconds; ``gpu_max`` on a real device. ``boundaries`` lists sizes where the kernel's tiling
+    changes (its block sizes): the generator draws them and their neighbours. It may be a callable,
+    evaluated when cases are generated, because block sizes depend on the backend.
+    """
+
+    cpu_max: int = 16
+    gpu_max: int = 1024
+    min: int = 1
+    boundaries: Sequence[int] | Callable[[], Sequence[int]] = ()
+
+    def resolved_boundaries(self) -> tuple[int, ...]:
+        values = self.boundaries() if callable(self.boundaries) else self.boundaries
+        return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Leading batch dimensions (``*batch`` in a tensor's dims): 0..max_rank sizes of 1..max each."""
+
+    max_rank: int = 2
+    cpu_max: int = 3
+    gpu_max: int = 8
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """One tensor argument of the kernel.
+
+    ``dims`` names its sizes, outermost first (``("*batch", "rows", "cols")``). ``values`` names the
+    value kinds to draw from (see ``harness.values``). ``dtype`` pins a dtype (token ids are int64
+    whatever the case's dtype); ``None`` means the case's dtype. ``layouts`` restricts the layout
+    classes drawn (all by default).
+    """
+
+    name: str
+    dims: tuple[str, ...]
+    grad: bool = False
+    values: tuple[str, ...] = ("normal",)
+    dtype: str | None = None
+    layouts: tuple[str, ...] = LAYOUT_CLASSES
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """A call the kernel must reject with a clear error naming ``argument``.
+
+    ``mutate`` receives the keyword arguments of a valid call and returns the bad ones.
+    """
+
+    description: str
+    argument: str
+    mutate: Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """A check expected to fail, with the reason; run as a strict xfail so a fix is noticed."""
+
+    check: str
+    reason: str
+    implementation: str | None = None
+    dtype: str | None = None
+
+    def matches(self, implementation: str, dtype: str | None, check: str) -> bool:
+        return (
+            self.check == check
+            and self.implementation in (None, implementation)
+            and (self.dtype is None or self.dtype == dtype)
+        )
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One way of computing the op (a Triton kernel, a CUDA extension, ...).
+
+    ``requires_cuda`` implementations are skipped with that reason when no CUDA device is present.
+    ``load`` is called lazily to obtain the callable (a CUDA extension is built at first use).
+    """
+
+    load: Callable[[], Callable[..., Any]]
+    requires_cuda: bool = False
+    min_compute_capability: tuple[int, int] | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class BenchShape:
+    """One fixed benchmark point: the dims, the dtype and (optionally) scalars."""
+
+    dims: Mapping[str, int]
+    dtype: str
+    scalars: Mapping[str, Any] = field(default_factory=dict)
+    quick: bool = False
+
+
+@dataclass(frozen=True)
+class PerfModel:
+    """Minimum bytes moved and flops of one call, as functions of a case's dims and dtype.
+
+    The harness divides these by measured time to place a kernel against the device's copy
+    bandwidth or matmul peak. ``backward_bytes``/``backward_flops`` cover the backward pass alone.
+    """
+
+    bytes_moved: Callable[[Mapping[str, int], str], float]
+    flops: Callable[[Mapping[str, int], str], float] = lambda dims, dtype: 0.0
+    backward_bytes: Callable[[Mapping[str, int], str], float] | None = None
+    backward_flops: Callable[[Mapping[str, int], str], float] | None = None
+    shapes: tuple[BenchShape, ...] = ()
+
+
+def _wrap_implementation(value: Any) -> Implementation:
+    if isinstance(value, Implementation):
+        return value
+    if callable(value):
+        return Implementation(load=lambda fn=value: fn)
+    raise TypeError(type(value).__name__)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Pairs a kernel with its reference, its inputs' generators and its performance model."""
+
+    name: str
+    reference: Callable[..., Any]
+    implementations: Mapping[str, Implementation | Callable[..., Any]]
+    tensors: tuple[TensorArg, ...]
+    dims: Mapping[str, Dim | Batch]
+    scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
+    error_multiple: float | Mapping[str, float] = 2.0
+    deterministic: bool = True
+    outputs: tuple[str, ...] = ("out",)
+    bad_inputs: tuple[BadInput, ...] = ()
+    bad_scalars: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    perf: PerfModel | None = None
+    requires_cuda: bool = False
+    known_failures: tuple[KnownFailure, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        impls = {}
+        for impl_name, impl in self.implementations.items():
+            try:
+                impls[impl_name] = _wrap_implementation(impl)
+            except TypeError as exc:
+                raise SpecError(
+                    f"spec {self.name!r}: implementations[{impl_name!r}] must be callable or an "
+                    f"Implementation, got {exc}"
+                ) from None
+        object.__setattr__(self, "implementations", impls)
+
+    # ---- derived views -------------------------------------------------------------------
+    @property
+    def grad_inputs(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tensors if t.grad)
+
+    @property
+    def float_dtypes(self) -> tuple[str, ...]:
+        """The case dtypes that run property checks (fp64 is for gradcheck only)."""
+        return tuple(d for d in self.dtypes if d != "float64")
+
+    def multiple_for(self, dtype: str, interpreter: bool = False) -> float:
+        """The error budget for ``dtype``: the declared multiple, doubled for bf16 under the
+        interpreter, whose fp32->bf16 stores truncate (error up to one ulp) where hardware rounds to
+        nearest (half an ulp): a defect of the interpreter, not of the kernel."""
+        if isinstance(self.error_multiple, Mapping):
+            declared = float(self.error_multiple.get(dtype, max(self.error_multiple.values())))
+        else:
+            declared = float(self.error_multiple)
+        return declared * (2.0 if interpreter and dtype == "bfloat16" else 1.0)
+
+    def checks(self) -> tuple[str, ...]:
+        """The checks that apply to this spec."""
+        out = ["forward", "unwritten", "guards"]
+        if self.grad_inputs:
+            out.insert(1, "backward")
+        if self.deterministic:
+            out.append("determinism")
+        if self.grad_inputs and "float64" in self.dtypes:
+            out.append("gradcheck")
+        out.append("contract")
+        return tuple(out)
+
+    def known_failure(self, implementation: str, dtype: str | None, check: str) -> KnownFailure | None:
+        for failure in self.known_failures:
+            if failure.matches(implementation, dtype, check):
+                return failure
+        return None
+
+
+def _validate(spec: KernelSpec) -> None:
+    def fail(field_name: str, message: str) -> None:
+        raise SpecError(f"spec {spec.name!r}: {field_name}: {message}")
+
+    if not isinstance(spec.name, str) or not spec.name.isidentifier() or keyword.iskeyword(spec.name):
+        raise SpecError(f"spec name must be a Python identifier (it names tests and files), got {spec.name!r}")
+    if not callable(spec.reference):
+        fail("reference", f"must be callable, got {type(spec.reference).__name__}")
+    if not isinstance(spec.implementations, Mapping) or not spec.implementations:
+        fail("implementations", "must be a non-empty mapping of name -> callable")
+    for impl_name in spec.implementations:
+        if not isinstance(impl_name, str) or not impl_name.isidentifier():
+            fail("implementations", f"implementation names must be identifiers, got {impl_name!r}")
+        if impl_name in ("eager", "compile"):
+            fail("implementations", f"{impl_name!r} is reserved for the reference's own timings")
+    if not spec.tensors:
+        fail("tensors", "a kernel needs at least one tensor argument")
+    names = [t.name for t in spec.tensors] + list(spec.scalars)
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        fail("tensors/scalars", f"argument names must be unique, repeated: {duplicates}")
+    for t in spec.tensors:
+        if not isinstance(t, TensorArg):
+            fail("tensors", f"entries must be TensorArg, got {type(t).__name__}")
+        for d in t.dims:
+            if d == BATCH:
+                if not any(isinstance(v, Batch) for v in spec.dims.values()) and BATCH not in spec.dims:
+                    fail(f"tensors[{t.name!r}].dims", "uses '*batch' but dims has no Batch entry named '*batch'")
+            elif d not in spec.dims:
+                fail(f"tensors[{t.name!r}].dims", f"names dim {d!r}, which is not in dims {sorted(spec.dims)}")
+        if t.dims.count(BATCH) > 1 or (BATCH in t.dims and t.dims[0] != BATCH):
+            fail(f"tensors[{t.name!r}].dims", "'*batch' may appear once, first")
+        unknown_values = [v for v in t.values if v not in known_value_kinds()]
+        if unknown_values:
+            fail(f"tensors[{t.name!r}].values", f"unknown value kinds {unknown_values}; known: {sorted(known_value_kinds())}")
+        bad_layouts = [c for c in t.layouts if c not in LAYOUT_CLASSES]
+        if bad_layouts or not t.layouts:
+            fail(f"tensors[{t.name!r}].layouts", f"must be a non-empty subset of {LAYOUT_CLASSES}, got {t.layouts}")
+        if t.dtype is not None and t.dtype not in ALL_DTYPES:
+            fail(f"tensors[{t.name!r}].dtype", f"unknown dtype {t.dtype!r}; expected one of {ALL_DTYPES}")
+        if t.grad and t.dtype is not None and t.dtype not in FLOAT_DTYPES:
+            fail(f"tensors[{t.name!r}].grad", f"a {t.dtype} tensor cannot take gradients")
+    for dim_name, dim in spec.dims.items():
+        if isinstance(dim, Batch):
+            if dim_name != BATCH:
+                fail(f"dims[{dim_name!r}]", "a Batch entry must be named '*batch'")
+            if dim.max_rank < 0 or dim.cpu_max < 1 or dim.gpu_max < 1:
+                fail(f"dims[{dim_name!r}]", "max_rank must be >= 0 and cpu_max/gpu_max >= 1")
+        elif isinstance(dim, Dim):
+            if not (1 <= dim.min <= dim.cpu_max and dim.min <= dim.gpu_max):
+                fail(f"dims[{dim_name!r}]", f"need 1 <= min <= cpu_max and min <= gpu_max, got {dim}")
+        else:
+            fail(f"dims[{dim_name!r}]", f"must be Dim or Batch, got {type(dim).__name__}")
+    for scalar_name, strategy in spec.scalars.items():
+        if not isinstance(strategy, st.SearchStrategy):
+            fail(f"scalars[{scalar_name!r}]", f"must be a hypothesis strategy, got {type(strategy).__name__}")
+    if not spec.dtypes or any(d not in FLOAT_DTYPES for d in spec.dtypes):
+        fail("dtypes", f"must be a non-empty subset of {FLOAT_DTYPES}, got {spec.dtypes}")
+    if not [d for d in spec.dtypes if d != "float64"]:
+        fail("dtypes", "needs at least one of float32/float16/bfloat16 (float64 alone only serves gradcheck)")
+    multiples = spec.error_multiple.values() if isinstance(spec.error_multiple, Mapping) else [spec.error_multiple]
+    for m in multiples:
+        if not isinstance(m, (int, float)) or not math.isfinite(m) or m < 1:
+            fail("error_multiple", f"must be a finite number >= 1 (a multiple of eager's own error), got {m!r}")
+    if not spec.outputs or len(set(spec.outputs)) != len(spec.outputs):
+        fail("outputs", f"must name each output once, got {spec.outputs}")
+    for bad in spec.bad_inputs:
+        if not isinstance(bad, BadInput):
+            fail("bad_inputs", f"entries must be BadInput, got {type(bad).__name__}")
+    for scalar_name in spec.bad_scalars:
+        if scalar_name not in spec.scalars:
+            fail("bad_scalars", f"names {scalar_name!r}, which is not a scalar of the spec")
+    for failure in spec.known_failures:
+        if failure.check not in CHECKS:
+            fail("known_failures", f"check {failure.check!r} is not one of {CHECKS}")
+        if not failure.reason.strip():
+            fail("known_failures", "every known failure needs a reason")
+        if failure.implementation is not None and failure.implementation not in spec.implementations:
+            fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
+    if spec.perf is not None:
+        if not isinstance(spec.perf, PerfModel):
+            fail("perf", f"must be a PerfModel, got {type(spec.perf).__name__}")
+        for shape in spec.perf.shapes:
+            missing = [d for d in spec.dims if not isinstance(spec.dims[d], Batch) and d not in shape.dims]
+            if missing:
+                fail("perf.shapes", f"shape {dict(shape.dims)} lacks dims {missing}")
+            if shape.dtype not in spec.dtypes:
+                fail("perf.shapes", f"dtype {shape.dtype!r} is not among the spec's dtypes {spec.dtypes}")

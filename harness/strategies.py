@@ -1,0 +1,125 @@
+"""Hypothesis strategies shared by every spec: sizes, layouts, and whole cases.
+
+Sizes favour the values that break kernels: 1, primes, powers of two and their neighbours, and the
+kernel's own block boundaries (BLOCK-1, BLOCK, BLOCK+1), with plain integers in between. Layouts
+cover every class of ``harness.layouts.LAYOUT_CLASSES`` (and mixtures of them). Everything shrinks
+toward a small, contiguous, seed-0 case, so a counterexample reads easily.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from harness.case import Case, TensorRecipe
+from harness.layouts import LAYOUT_CLASSES, Layout
+from harness.spec import BATCH, Batch, Dim, KernelSpec
+
+SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
+_PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381)
+
+
+def interesting_sizes(dim: Dim, on_gpu: bool) -> list[int]:
+    """The sizes a kernel most often gets wrong, within the dim's range, smallest first."""
+    hi = dim.gpu_max if on_gpu else dim.cpu_max
+    special = {1} | set(_PRIMES)
+    power = 1
+    while power <= 2 * hi:
+        special |= {power - 1, power, power + 1}
+        power *= 2
+    for b in dim.resolved_boundaries():
+        special |= {b - 1, b, b + 1, 2 * b + 1}
+    return sorted(s for s in special if dim.min <= s <= hi)
+
+
+def sizes(dim: Dim, on_gpu: bool) -> st.SearchStrategy[int]:
+    hi = dim.gpu_max if on_gpu else dim.cpu_max
+    return st.one_of(st.sampled_from(interesting_sizes(dim, on_gpu)), st.integers(dim.min, hi))
+
+
+def batch_sizes(batch: Batch, on_gpu: bool) -> st.SearchStrategy[list[int]]:
+    hi = batch.gpu_max if on_gpu else batch.cpu_max
+    return st.lists(st.integers(1, hi), min_size=0, max_size=batch.max_rank)
+
+
+def _layout_of_class(cls: str, shape: tuple[int, ...]) -> st.SearchStrategy[Layout]:
+    rank = len(shape)
+    if cls == "contiguous":
+        return st.just(Layout())
+    if cls == "permuted":
+        identity = list(range(rank))
+        return st.permutations(identity).filter(lambda p: p != identity).map(lambda p: Layout(perm=tuple(p)))
+    if cls == "stepped":
+        return st.lists(st.sampled_from((1, 2, 3)), min_size=rank, max_size=rank).filter(
+            lambda s: any(v > 1 for v in s)
+        ).map(lambda s: Layout(steps=tuple(s)))
+    if cls == "offset":
+        return st.integers(1, 17).map(lambda o: Layout(offset=o))
+    if cls == "broadcast":
+        return st.sets(st.integers(0, rank - 1), min_size=1).map(lambda d: Layout(expanded=tuple(sorted(d))))
+    raise ValueError(f"unknown layout class {cls!r}")
+
+
+def applicable_classes(shape: tuple[int, ...], allowed: tuple[str, ...] = LAYOUT_CLASSES) -> tuple[str, ...]:
+    """The layout classes that make sense for a tensor of ``shape`` (a 1-d tensor has no permutation)."""
+    rank = len(shape)
+    usable = {"contiguous", "offset"}
+    if rank >= 1:
+        usable |= {"stepped", "broadcast"}
+    if rank >= 2:
+        usable.add("permuted")
+    return tuple(c for c in allowed if c in usable) or ("contiguous",)
+
+
+@st.composite
+def layouts(draw, shape: tuple[int, ...], allowed: tuple[str, ...] = LAYOUT_CLASSES) -> Layout:
+    """One layout for a tensor of ``shape``: a single class, or now and then all allowed at once."""
+    classes = applicable_classes(tuple(shape), allowed)
+    mixed = draw(st.booleans()) if len(classes) > 2 else False
+    if not mixed:
+        return draw(_layout_of_class(draw(st.sampled_from(classes)), tuple(shape)))
+    parts = [draw(_layout_of_class(c, tuple(shape))) for c in classes if c != "contiguous"]
+    merged = Layout()
+    for p in parts:
+        merged = Layout(
+            perm=p.perm or merged.perm,
+            steps=p.steps or merged.steps,
+            offset=p.offset or merged.offset,
+            expanded=p.expanded or merged.expanded,
+        )
+    return merged
+
+
+def tensor_shape(dims: tuple[str, ...], sizes_by_name: dict[str, object]) -> tuple[int, ...]:
+    shape: list[int] = []
+    for d in dims:
+        value = sizes_by_name[d]
+        shape.extend(value if d == BATCH else [value])  # type: ignore[arg-type]
+    return tuple(shape)
+
+
+@st.composite
+def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool) -> Case:
+    """A whole case for ``spec`` in ``dtype``: dims, then each tensor's layout, values and seed."""
+    drawn: dict[str, object] = {}
+    for name, dim in spec.dims.items():
+        drawn[name] = draw(batch_sizes(dim, on_gpu) if isinstance(dim, Batch) else sizes(dim, on_gpu))
+    tensors = {}
+    for arg in spec.tensors:
+        shape = tensor_shape(arg.dims, drawn)
+        tensors[arg.name] = TensorRecipe(
+            shape=shape,
+            dtype=arg.dtype or dtype,
+            layout=draw(layouts(shape, arg.layouts)),
+            values=draw(st.sampled_from(arg.values)),
+            seed=draw(SEEDS),
+        )
+    scalars = {name: draw(strategy) for name, strategy in spec.scalars.items()}
+    return Case(
+        spec=spec.name,
+        dtype=dtype,
+        dims=drawn,
+        tensors=tensors,
+        scalars=scalars,
+        grad_layout=draw(st.sampled_from(LAYOUT_CLASSES)),
+        grad_seed=draw(SEEDS),
+    )

@@ -1,0 +1,47 @@
+"""Device pinning under xdist, and atomic writes."""
+
+import os
+
+import pytest
+import torch
+
+from harness import device
+from harness.io import atomic_write_text
+
+
+@pytest.mark.parametrize("worker, index", [(None, 0), ("gw0", 0), ("gw5", 5), ("master", 0)])
+def test_worker_index(worker, index):
+    assert device.worker_index(worker) == index
+
+
+def test_workers_spread_round_robin_over_visible_gpus(monkeypatch):
+    pinned = []
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", pinned.append)
+    monkeypatch.setattr(device, "configure_backend", lambda: None)
+    chosen = [device.select_device(f"gw{i}") for i in range(4)]
+    assert [d.index for d in chosen] == [0, 1, 0, 1] and pinned == [0, 1, 0, 1]
+    monkeypatch.setattr(device, "_selected", None)
+
+
+def test_atomic_write_replaces_whole_files_and_leaves_no_temporaries(tmp_path):
+    target = tmp_path / "sub" / "results.json"
+    atomic_write_text(target, "first")
+    atomic_write_text(target, "second")
+    assert target.read_text() == "second"
+    assert os.listdir(target.parent) == ["results.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "baseline.json"
+    atomic_write_text(target, "recorded")
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new")
+    assert target.read_text() == "recorded"
+    assert os.listdir(tmp_path) == ["baseline.json"]

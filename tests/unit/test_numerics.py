@@ -1,0 +1,103 @@
+"""The error budget passes legitimate low-precision kernels and fails wrong ones."""
+
+import math
+
+import pytest
+import torch
+
+from harness.numerics import compare
+
+torch.manual_seed(0)
+
+
+def _softmax_cases(dtype):
+    x = (torch.randn(16, 300, dtype=torch.float64) * 3).to(dtype)
+    oracle = torch.softmax(x.double(), -1)
+    eager = torch.softmax(x, -1)
+    return x, eager, oracle
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_fp32_math_then_rounding_passes(dtype):
+    x, eager, oracle = _softmax_cases(dtype)
+    kernel = torch.softmax(x.float(), -1).to(dtype)  # what a good kernel does
+    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    assert result.passed, result.summary()
+    assert result.score <= 2.0
+
+
+def test_bf16_truncation_instead_of_rounding_passes():
+    x, eager, oracle = _softmax_cases(torch.bfloat16)
+    exact = torch.softmax(x.float(), -1)
+    truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)  # interpreter stores
+    assert compare("out", truncated, eager, oracle, multiple=2.0).passed
+
+
+def test_reordered_summation_passes():
+    x = torch.randn(64, 512, dtype=torch.float32)
+    oracle = x.double().sum(-1)
+    eager = x.sum(-1)
+    kernel = x.flip(-1).cumsum(-1)[..., -1]  # sequential, another order
+    assert compare("sum", kernel, eager, oracle, multiple=2.0).passed
+
+
+def test_fp16_accumulation_fails():
+    x, eager, oracle = _softmax_cases(torch.float16)
+    e = torch.exp(x.float() - x.float().amax(-1, keepdim=True)).half()
+    denom = torch.zeros(x.shape[0], 1, dtype=torch.float16)
+    for j in range(x.shape[1]):  # accumulate the sum in fp16, as a buggy kernel would
+        denom += e[:, j : j + 1]
+    kernel = (e.float() / denom.float()).half()
+    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    assert not result.passed
+    assert result.score > 2.0 and "OVER budget" in result.summary()
+
+
+def test_off_by_a_few_ulps_everywhere_fails():
+    x, eager, oracle = _softmax_cases(torch.float16)
+    kernel = (oracle * (1 + 4 * torch.finfo(torch.float16).eps)).half()
+    assert not compare("out", kernel, eager, oracle, multiple=2.0).passed
+
+
+def test_nan_pattern_must_match_exactly():
+    x, eager, oracle = _softmax_cases(torch.float32)
+    kernel = eager.clone()
+    kernel[3, 7] = float("nan")
+    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    assert not result.passed and "NaN/inf pattern" in result.problem and "(3, 7)" in result.problem
+    masked = torch.full((2, 4), float("-inf"))
+    nan_rows = torch.softmax(masked, -1)
+    assert compare("out", nan_rows.clone(), nan_rows, torch.softmax(masked.double(), -1), 2.0).passed
+
+
+def test_integer_outputs_must_be_equal():
+    a = torch.arange(10)
+    b = a.clone()
+    b[4] = 0
+    assert compare("ids", a.clone(), a, a, 2.0).passed
+    result = compare("ids", b, a, a, 2.0)
+    assert not result.passed and "index (4,)" in result.problem
+
+
+def test_shape_and_dtype_mismatches_are_named():
+    e = torch.zeros(3, 4)
+    assert "shape" in compare("out", torch.zeros(4, 3), e, e.double(), 2.0).problem
+    assert "dtype" in compare("out", torch.zeros(3, 4, dtype=torch.float16), e, e.double(), 2.0).problem
+
+
+def test_score_is_kernel_error_in_units_of_eager_error():
+    oracle = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    eager = oracle.float()
+    eps = torch.finfo(torch.float32).eps
+    kernel = (oracle * (1 + 3 * eps)).float()
+    result = compare("out", kernel, eager, oracle, 10.0)
+    assert math.isclose(result.score, 3.0, rel_tol=0.1)
+
+
+def test_calibration_samples_widen_a_lucky_envelope():
+    oracle = torch.tensor([1e-3], dtype=torch.float64)
+    eager = oracle.float()  # eager rounded luckily: its error is under one ulp
+    kernel = (oracle + 5e-10).float()  # off by the rounding error of a sum whose terms are ~1e-2
+    assert not compare("g", kernel, eager, oracle, 2.0).passed
+    unlucky = (oracle + 4e-10).float()
+    assert compare("g", kernel, eager, oracle, 2.0, calibration=[(unlucky, oracle)]).passed

@@ -1,0 +1,72 @@
+"""The pytest plugin's generation and filters, and the CLI end to end (list, check, new, repro)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytest_plugins = ["pytester"]
+
+
+def _run(args, cwd=ROOT, env=None, timeout=600):
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(cwd)}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_plugin_generates_one_test_per_spec_implementation_dtype_check():
+    out = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist"]).stdout
+    ids = [line for line in out.splitlines() if "test_kernel[" in line]
+    assert any("softmax-triton-float16-forward" in i for i in ids)
+    assert any("softmax-triton-float32-gradcheck" in i for i in ids)
+    assert any("add_mul_act-triton-bfloat16-backward" in i for i in ids)
+    assert not any("add_mul_act-triton-float16-contract" in i for i in ids), "contract runs once per implementation"
+
+
+def test_kernels_and_dtype_filters():
+    out = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist",
+                "--kernels", "softmax", "--dtypes", "float16"]).stdout
+    ids = [line for line in out.splitlines() if "test_kernel[" in line]
+    assert ids and all("softmax-triton-float16" in i for i in ids)
+    bad = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist", "--kernels", "nope"])
+    assert bad.returncode != 0 and "unknown kernel" in bad.stdout + bad.stderr
+
+
+def test_cli_list_and_check_print_tables():
+    listed = _run(["-m", "harness", "list"])
+    assert listed.returncode == 0 and "softmax" in listed.stdout and "add_mul_act" in listed.stdout
+    checked = _run(["-m", "harness", "check", "softmax", "--checks", "contract,unwritten", "--dtypes", "float16"])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "unwritten" in checked.stdout and "pass" in checked.stdout and "0 failed" in checked.stdout
+
+
+def test_cli_rejects_unknown_kernel_with_the_known_ones():
+    result = _run(["-m", "harness", "check", "softmaxx"])
+    assert result.returncode == 2 and "known: " in result.stdout
+
+
+def test_harness_new_scaffolds_a_kernel_that_passes(tmp_path):
+    for package in ("harness", "kernels", "references", "specs"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    created = _run(["-m", "harness", "new", "scaled_copy", "--root", "."], cwd=tmp_path)
+    assert created.returncode == 0, created.stdout + created.stderr
+    for rel in ("kernels/scaled_copy.py", "references/scaled_copy.py", "specs/scaled_copy.py", "docs/kernels/scaled_copy.md"):
+        assert (tmp_path / rel).is_file()
+    again = _run(["-m", "harness", "new", "scaled_copy", "--root", "."], cwd=tmp_path)
+    assert again.returncode == 2 and "refusing to overwrite" in again.stdout
+    checked = _run(["-m", "harness", "check", "scaled_copy"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 failed" in checked.stdout
+
+
+@pytest.mark.parametrize("name", ["Bad", "_hidden", "class", "two words"])
+def test_harness_new_rejects_bad_names(tmp_path, name):
+    from harness.scaffold import ScaffoldError, scaffold
+
+    with pytest.raises(ScaffoldError, match="NAME must be"):
+        scaffold(name, tmp_path)

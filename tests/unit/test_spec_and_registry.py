@@ -1,0 +1,101 @@
+"""Malformed specs fail at construction with the field named; discovery finds external specs."""
+
+import sys
+import textwrap
+
+import pytest
+from hypothesis import strategies as st
+
+from harness import Batch, BenchShape, Dim, KernelSpec, KnownFailure, PerfModel, SpecError, TensorArg
+from harness.registry import RegistryError, load_specs, select
+
+
+def _ref(x):
+    return x
+
+
+def _spec(**overrides):
+    fields = dict(
+        name="ok",
+        reference=_ref,
+        implementations={"triton": _ref},
+        tensors=(TensorArg("x", dims=("*batch", "n")),),
+        dims={"*batch": Batch(), "n": Dim()},
+    )
+    fields.update(overrides)
+    return KernelSpec(**fields)
+
+
+def test_a_well_formed_spec_builds():
+    spec = _spec()
+    assert spec.checks()[0] == "forward"
+    assert spec.implementations["triton"].load() is _ref
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"name": "not an identifier"}, "identifier"),
+        ({"reference": 3}, "reference"),
+        ({"implementations": {}}, "implementations"),
+        ({"implementations": {"eager": _ref}}, "reserved"),
+        ({"implementations": {"triton": 5}}, "implementations['triton']"),
+        ({"tensors": ()}, "tensors"),
+        ({"tensors": (TensorArg("x", dims=("m",)),)}, "tensors['x'].dims"),
+        ({"tensors": (TensorArg("x", dims=("n",), values=("gaussian",)),)}, "tensors['x'].values"),
+        ({"tensors": (TensorArg("x", dims=("n",), layouts=("diagonal",)),)}, "tensors['x'].layouts"),
+        ({"tensors": (TensorArg("x", dims=("n",)), TensorArg("x", dims=("n",)))}, "unique"),
+        ({"tensors": (TensorArg("x", dims=("n", "*batch")),)}, "'*batch' may appear once, first"),
+        ({"tensors": (TensorArg("ids", dims=("n",), dtype="int64", grad=True),)}, "cannot take gradients"),
+        ({"dims": {"*batch": Batch(), "n": Dim(min=0)}}, "dims['n']"),
+        ({"dims": {"*batch": Batch(), "n": 4}}, "dims['n']"),
+        ({"scalars": {"alpha": 0.5}}, "scalars['alpha']"),
+        ({"dtypes": ("float8",)}, "dtypes"),
+        ({"dtypes": ("float64",)}, "float64 alone"),
+        ({"error_multiple": 0.5}, "error_multiple"),
+        ({"error_multiple": {"float16": float("nan")}}, "error_multiple"),
+        ({"bad_scalars": {"beta": [1]}}, "bad_scalars"),
+        ({"known_failures": (KnownFailure("speed", "slow"),)}, "known_failures"),
+        ({"known_failures": (KnownFailure("forward", " "),)}, "needs a reason"),
+        ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({}, "float32"),))}, "perf.shapes"),
+        ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({"n": 4}, "float64"),))}, "perf.shapes"),
+    ],
+)
+def test_malformed_specs_name_the_field(overrides, field):
+    with pytest.raises(SpecError) as info:
+        _spec(**overrides)
+    assert field in str(info.value)
+
+
+def test_repository_specs_are_discovered():
+    specs = load_specs()
+    assert {"softmax", "add_mul_act"} <= set(specs)
+    with pytest.raises(RegistryError, match="unknown kernel"):
+        select(specs, ["sofmax"])
+
+
+def test_external_module_registers_through_environment(tmp_path, monkeypatch):
+    (tmp_path / "my_external_specs.py").write_text(textwrap.dedent('''
+        from harness import Dim, KernelSpec, TensorArg
+        EXTERNAL = KernelSpec(name="external_identity", reference=lambda x: x,
+                              implementations={"mine": lambda x: x.clone()},
+                              tensors=(TensorArg("x", dims=("n",)),), dims={"n": Dim()})
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HARNESS_SPECS", "my_external_specs")
+    assert "external_identity" in load_specs()
+
+
+def test_duplicate_spec_names_and_broken_modules_are_reported(tmp_path, monkeypatch):
+    (tmp_path / "dup_specs.py").write_text(
+        "from specs.softmax import SPEC as _S\nimport dataclasses\nCOPY = dataclasses.replace(_S)\n"
+    )
+    (tmp_path / "broken_specs.py").write_text("raise ImportError('no such kernel')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("HARNESS_SPECS", "dup_specs")
+    with pytest.raises(RegistryError, match="defined in both"):
+        load_specs()
+    monkeypatch.setenv("HARNESS_SPECS", "broken_specs")
+    sys.modules.pop("broken_specs", None)
+    with pytest.raises(RegistryError, match="broken_specs.*no such kernel"):
+        load_specs()
