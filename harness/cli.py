@@ -4,6 +4,9 @@
     harness check [KERNEL ...]           property checks, one table per kernel (exit 1 on failure)
     harness new NAME                     scaffold kernel, reference, spec and docs for a new op
     harness repro CASE_JSON|FILE         replay one failing case
+    harness bench [KERNEL ...]           GPU benchmarks vs eager and torch.compile, judged against baselines
+    harness nightly --out DIR            deep verification + benchmarks + reports (HTML, Markdown, JUnit, JSON)
+    harness report RESULTS... --out DIR  re-render (and merge shards of) stored results
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -158,6 +162,94 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return 0 if replay(case, implementation=implementation or "triton", check=check or "forward") else 1
 
 
+def _progress_printer():
+    def show(message: str) -> None:
+        console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}", markup=True)
+
+    return show
+
+
+def speedup_table(benchmarks: list[dict]) -> Table:
+    table = Table(title="benchmarks (median ms; speed-up = reference time / this time)")
+    for col in ("spec", "pass", "shape", "dtype", "impl", "median ms", "vs eager", "vs compile", "GB/s", "% copy bw", "recheck"):
+        table.add_column(col, justify="right" if col not in ("spec", "pass", "impl", "recheck") else "left")
+    for b in benchmarks:
+        shape = "x".join(str(v) for v in b["shape"].values())
+        fmt = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
+        table.add_row(b["spec"], b["pass"], shape, b["dtype"], b["implementation"], f"{b['median_ms']:.4f}",
+                      fmt(b["speedup_vs_eager"], ".2f"), fmt(b["speedup_vs_compile"], ".2f"), fmt(b["gbps"], ".0f"),
+                      fmt(b["pct_copy_bw"], ".1f"), b["recheck"])
+    return table
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.nightly import benchmark_specs
+
+    configure_backend()
+    device = select_device()
+    if device.type != "cuda":
+        console.print("harness bench: no CUDA device here; performance can only be measured on a GPU (skipped)")
+        return 0
+    specs = _load(_csv(args.kernels))
+    perf = benchmark_specs(specs, device, args.quick, Path(args.baselines), args.update_baseline,
+                           _progress_printer(), force=args.force)
+    console.print(speedup_table(perf["benchmarks"]))
+    flagged = [r for r in perf["regressions"] if r["verdict"] == "regression"]
+    for r in perf["regressions"]:
+        if r["verdict"] in ("regression", "improvement", "baseline-unreadable"):
+            console.print(f"{r['verdict']}: {r['key']}: {r['reason']}", markup=False)
+    if args.json:
+        from harness.io import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(perf, indent=1))
+    if perf["baseline_update_error"]:
+        console.print(f"[red]baseline not recorded:[/red] {perf['baseline_update_error']}")
+        return 2
+    return 1 if flagged else 0
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    from harness.nightly import run_nightly
+
+    configure_backend()
+    device = select_device()
+    specs = _load(_csv(args.kernels))
+    out = Path(args.out)
+    results = run_nightly(
+        specs, device, out, profile=args.profile, seed=args.seed, quick=args.quick, bench=not args.no_bench,
+        baselines=Path(args.baselines), update_baseline=args.update_baseline, force=args.force,
+        history=Path(args.history) if args.history else None, shard=args.shard, progress=_progress_printer(),
+    )
+    from harness.results import Outcome
+
+    outcomes = [Outcome(**o) for o in results["verification"]]
+    for table in outcome_tables(outcomes):
+        console.print(table)
+    if results["benchmarks"]:
+        console.print(speedup_table(results["benchmarks"]))
+    console.print(results["performance_note"])
+    if results.get("baseline_update_error"):
+        console.print(f"[red]baseline not recorded:[/red] {results['baseline_update_error']}")
+    console.print(f"reports written to {out}/ (report.html, summary.md, junit.xml, results.json)")
+    bad = [o for o in outcomes if not o.ok]
+    regressions = [r for r in results["regressions"] if r["verdict"] == "regression"]
+    return 1 if bad or regressions else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import ReportError, load_history, load_results, merge_results, write_reports
+
+    try:
+        results = merge_results([load_results(p) for p in args.results])
+        history = load_history(Path(args.history)) if args.history else []
+    except ReportError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    write_reports(results, history, Path(args.out))
+    console.print(f"reports written to {args.out}/")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="verify fused kernels against their references")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,6 +278,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--implementation", default=None, help="(with case JSON) default: triton")
     p.add_argument("--check", default=None, help="(with case JSON) default: forward")
     p.set_defaults(func=cmd_repro)
+    p = sub.add_parser("bench", help="benchmark kernels against eager and torch.compile (GPU only)")
+    p.add_argument("kernels", nargs="*")
+    p.add_argument("--quick", action="store_true", help="only the shapes marked quick")
+    p.add_argument("--update-baseline", action="store_true", help="record these timings as the baseline")
+    p.add_argument("--force", action="store_true",
+                   help="with --update-baseline: replace a corrupt baseline file (kept as *.corrupt-<time>)")
+    p.add_argument("--baselines", default="benchmarks/baselines", help="baseline directory")
+    p.add_argument("--json", help="also write the benchmark records to this JSON file")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("nightly", help="deep verification, benchmarks, regression gate and reports")
+    p.add_argument("kernels", nargs="*")
+    p.add_argument("--out", required=True, help="directory for results.json, report.html, summary.md, junit.xml")
+    p.add_argument("--profile", choices=profiles.PROFILES, default="nightly")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--quick", action="store_true", help="benchmark only the quick shapes")
+    p.add_argument("--no-bench", action="store_true", help="verification only")
+    p.add_argument("--baselines", default="benchmarks/baselines")
+    p.add_argument("--update-baseline", action="store_true")
+    p.add_argument("--force", action="store_true", help="with --update-baseline: replace a corrupt baseline file")
+    p.add_argument("--history", help="run history file (default: OUT/history.jsonl)")
+    p.add_argument("--shard", help="name of this shard when several runners split the work")
+    p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("report", help="render reports from stored results, merging shards")
+    p.add_argument("results", nargs="+", help="results.json files (several shards merge into one report)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--history", help="run history to plot trends from")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

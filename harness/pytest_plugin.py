@@ -16,6 +16,7 @@ import pytest
 
 from harness import profiles
 from harness.device import configure_backend, describe, select_device
+from harness.gpu_lock import gpu_lock
 from harness.registry import load_specs, select
 from harness.runner import CheckFailure, PropertyRun, property_runs, skip_reason
 
@@ -51,10 +52,28 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"harness: device {describe(config._harness_device)}, hypothesis profile {profile!r}"]  # type: ignore[attr-defined]
 
 
+def _perf_params(config: pytest.Config, specs) -> list:
+    device = config._harness_device  # type: ignore[attr-defined]
+    params = []
+    for spec in specs.values():
+        if spec.perf is None:
+            continue
+        marks = [pytest.mark.kernel(spec.name), pytest.mark.perf]
+        if device.type != "cuda":
+            marks.append(pytest.mark.skip(reason="performance is measured on a GPU only; this run uses the Triton interpreter"))
+        elif "perf" not in (config.getoption("-m") or ""):
+            marks.append(pytest.mark.skip(reason="performance tests run only when selected with -m perf"))
+        params.append(pytest.param(spec, id=f"{spec.name}-perf", marks=marks))
+    return params
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    config = metafunc.config
+    if "harness_perf_spec" in metafunc.fixturenames:
+        specs = select(load_specs(), _csv(config.getoption("--kernels")))
+        metafunc.parametrize("harness_perf_spec", _perf_params(config, specs))
     if "harness_run" not in metafunc.fixturenames:
         return
-    config = metafunc.config
     device = config._harness_device  # type: ignore[attr-defined]
     specs = select(load_specs(), _csv(config.getoption("--kernels")))
     params = []
@@ -79,6 +98,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def harness_seed(request: pytest.FixtureRequest) -> int | None:
     return request.config._harness_seed  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Verification shares its GPU with other workers; a perf test holds it alone (see gpu_lock)."""
+    exclusive = item.get_closest_marker("perf") is not None
+    with gpu_lock(item.config._harness_device, exclusive=exclusive):  # type: ignore[attr-defined]
+        return (yield)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,0 +1,1 @@
+"""GPU benchmarks: interleaved timing, the measured roofline, and the per-spec benchmark runner."""

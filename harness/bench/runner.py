@@ -1,0 +1,143 @@
+"""Benchmark one spec at its fixed shapes: kernel, eager and torch.compile timed side by side.
+
+For every benchmark shape of a spec's performance model, and for the forward pass and the
+forward+backward pass, each implementation of the spec, the eager reference and ``torch.compile``
+of the reference are timed interleaved (``harness.bench.timing``) on fresh inputs. Afterwards each
+kernel's result on those inputs is checked again against the reference under the error budget: a
+kernel that skips work cannot win. Results are plain dicts in the results-file schema.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from harness.bench.roofline import Roofline
+from harness.bench.timing import TimingPlan, iqr, median, time_interleaved
+from harness.case import Case, TensorRecipe
+from harness.checks import as_outputs, prepare, run_check
+from harness.layouts import Layout
+from harness.runner import skip_reason
+from harness.spec import BATCH, BenchShape, KernelSpec
+
+PASSES = ("forward", "forward_backward")
+REFERENCE_IMPLEMENTATIONS = ("eager", "compile")
+
+
+def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str) -> str:
+    dims = ",".join(f"{k}={v}" for k, v in sorted(shape.dims.items()))
+    scalars = ",".join(f"{k}={v}" for k, v in sorted(shape.scalars.items()))
+    return f"{spec}/{pass_}/{dims}{'/' + scalars if scalars else ''}/{shape.dtype}/{implementation}"
+
+
+def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
+    """A contiguous case at a benchmark shape (no batch dims), with the spec's first value kind."""
+    dims: dict[str, Any] = {BATCH: []} if BATCH in spec.dims else {}
+    dims.update(shape.dims)
+    tensors = {}
+    for i, arg in enumerate(spec.tensors):
+        shape_ = tuple(s for d in arg.dims if d != BATCH for s in [shape.dims[d]])
+        tensors[arg.name] = TensorRecipe(shape_, arg.dtype or shape.dtype, Layout(), arg.values[0], seed * 131 + i)
+    return Case(spec=spec.name, dtype=shape.dtype, dims=dims, tensors=tensors, scalars=dict(shape.scalars),
+                grad_layout="contiguous", grad_seed=seed)
+
+
+def _callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callable], dict[str, str]]:
+    """Implementations that can run here, plus eager and torch.compile of the reference."""
+    fns: dict[str, Callable] = {}
+    skipped: dict[str, str] = {}
+    for name, impl in spec.implementations.items():
+        reason = skip_reason(spec, name, device)
+        if reason:
+            skipped[name] = reason
+        else:
+            fns[name] = impl.load()
+    fns["eager"] = spec.reference
+    fns["compile"] = torch.compile(spec.reference, dynamic=False)
+    return fns, skipped
+
+
+def _timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
+    """One call per implementation taking an input-set index, for the chosen pass."""
+    names = spec.grad_inputs
+    sets = []
+    for case in cases:
+        prepared = prepare(case, device)
+        kwargs = prepared.kwargs(names if pass_ == "forward_backward" else ())
+        grads = []
+        if pass_ == "forward_backward":
+            outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
+            grads = [case.grad_output_recipe(tuple(o.shape), str(o.dtype).removeprefix("torch.")).build(device).tensor for o in outs]
+        sets.append((kwargs, grads))
+
+    def make(fn):
+        if pass_ == "forward":
+            def call(i):
+                with torch.no_grad():
+                    return fn(**sets[i][0])
+        else:
+            def call(i):
+                kwargs, grads = sets[i]
+                outs = [o for o in as_outputs(fn(**kwargs)) if o.requires_grad]
+                return torch.autograd.grad(outs, [kwargs[n] for n in names], grads[: len(outs)], allow_unused=True)
+        return call
+
+    return {name: make(fn) for name, fn in fns.items()}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None, quick: bool = False,
+               plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None) -> list[dict]:
+    """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``."""
+    if spec.perf is None:
+        return []
+    fns, _ = _callables(spec, device)
+    records: list[dict] = []
+    shapes = [s for s in spec.perf.shapes if s.quick or not quick]
+    for shape in shapes:
+        for pass_ in PASSES:
+            if pass_ == "forward_backward" and not spec.grad_inputs:
+                continue
+            if on_case:
+                on_case(f"{spec.name} {pass_} {dict(shape.dims)} {shape.dtype}")
+            cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
+            samples = time_interleaved(_timed_calls(spec, fns, cases, device, pass_), device, plan)
+            nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
+            flops = spec.perf.flops(shape.dims, shape.dtype)
+            if pass_ == "forward_backward":
+                nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
+                flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
+            medians = {n: median(s) for n, s in samples.items()}
+            for name, times in samples.items():
+                recheck = "n/a"
+                if name not in REFERENCE_IMPLEMENTATIONS:
+                    check = "forward" if pass_ == "forward" else "backward"
+                    result = run_check(spec, fns[name], check, cases[0], device)
+                    recheck = "passed" if result.passed else "failed: " + result.details().splitlines()[0]
+                seconds = medians[name] / 1e3
+                gbps = nbytes / seconds / 1e9 if seconds > 0 else None
+                tflops = flops / seconds / 1e12 if flops and seconds > 0 else None
+                records.append({
+                    "key": bench_key(spec.name, pass_, shape, name),
+                    "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype,
+                    "scalars": dict(shape.scalars), "pass": pass_, "implementation": name,
+                    "samples_ms": times, "median_ms": medians[name], "iqr_ms": iqr(times),
+                    "bytes": nbytes, "flops": flops, "gbps": gbps,
+                    "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
+                    "tflops": tflops,
+                    "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
+                    "speedup_vs_eager": _ratio(medians.get("eager"), medians[name]),
+                    "speedup_vs_compile": _ratio(medians.get("compile"), medians[name]),
+                    "recheck": recheck,
+                })
+    return records
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,170 @@
+"""The nightly job: deep verification, benchmarks, the regression gate, and the reports.
+
+``run_nightly`` verifies every spec under the chosen Hypothesis profile (``nightly`` by default),
+counting time and Triton compilations per kernel; on a GPU it then measures the roofline, runs each
+spec's benchmark sweep, and judges every timing against the recorded baseline. It writes one
+results file (schema ``harness-results`` v1), appends one line to the run history, and renders the
+HTML report, the Markdown summary and JUnit XML from them. Without a GPU the verification still
+runs (through the interpreter) and the results say plainly that performance was not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from harness import profiles
+from harness.baseline import BaselineError, BaselineStore
+from harness.bench.roofline import measure
+from harness.bench.runner import REFERENCE_IMPLEMENTATIONS, bench_spec, finite_or_none
+from harness.bench.timing import TimingPlan
+from harness.compiles import count_compilations
+from harness.device import describe, on_gpu
+from harness.io import atomic_write_text
+from harness.regression import DEFAULT_RULE, decide
+from harness.results import verify
+from harness.runner import property_runs
+from harness.spec import KernelSpec
+
+RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
+DEFAULT_BASELINES = Path("benchmarks/baselines")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def software() -> dict:
+    import triton
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
+
+
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else describe(device)
+
+
+def run_info(device: torch.device, profile: str, shard: str | None) -> dict:
+    return {
+        "id": datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6],
+        "started": _now(), "finished": None, "host": socket.gethostname(), "device": device_name(device),
+        "gpu": device.type == "cuda", **software(), "commit": _commit(), "profile": profile, "shard": shard,
+    }
+
+
+def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int | None,
+                 progress: Callable[[str], None]) -> tuple[list, dict]:
+    """Property checks per spec, with the wall time and Triton compilations each one cost."""
+    outcomes, cost = [], {}
+    for spec in specs.values():
+        runs = property_runs(spec, device)
+        start = time.perf_counter()
+        with count_compilations() as compiled:
+            outcomes += verify(runs, seed=seed, on_start=lambda r: progress(f"verify {r.label}"))
+        cost[spec.name] = {
+            "seconds": time.perf_counter() - start,
+            "compilations": sum(compiled.values()) if on_gpu(device) else None,
+        }
+    return outcomes, cost
+
+
+def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: str | None) -> list[dict]:
+    """One verdict per benchmark of an implementation under test (eager/compile are context)."""
+    verdicts = []
+    for record in benchmarks:
+        if record["implementation"] in REFERENCE_IMPLEMENTATIONS:
+            continue
+        base = dict(key=record["key"], spec=record["spec"], implementation=record["implementation"],
+                    median_ms=record["median_ms"], ratio=None, ci_low=None, ci_high=None, p_value=None,
+                    baseline_median_ms=None)
+        if unreadable:
+            verdicts.append({**base, "verdict": "baseline-unreadable", "reason": unreadable})
+            continue
+        recorded = (baseline or {}).get(record["key"])
+        if recorded is None:
+            verdicts.append({**base, "verdict": "no-baseline",
+                             "reason": "no baseline recorded for this device and software; record one with --update-baseline"})
+            continue
+        v = decide(recorded["samples_ms"], record["samples_ms"], DEFAULT_RULE)
+        verdicts.append({**base, "verdict": v.verdict, "ratio": finite_or_none(v.ratio),
+                         "ci_low": finite_or_none(v.ci_low), "ci_high": finite_or_none(v.ci_high),
+                         "p_value": finite_or_none(v.p_value), "baseline_median_ms": recorded["median_ms"],
+                         "reason": v.reason})
+    return verdicts
+
+
+def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: bool, baselines: Path,
+                    update_baseline: bool, progress: Callable[[str], None], plan: TimingPlan = TimingPlan(),
+                    force: bool = False) -> dict:
+    """Roofline, benchmarks and verdicts (GPU only); optionally record the new baselines."""
+    roofline = measure(device.index or 0)
+    benchmarks = []
+    for spec in specs.values():
+        benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan, on_case=lambda s: progress(f"bench {s}"))
+    store = BaselineStore(baselines)
+    versions = software()
+    name = device_name(device)
+    try:
+        recorded, unreadable = store.load(name, versions["torch"], versions["triton"]), None
+    except BaselineError as exc:
+        recorded, unreadable = None, str(exc)
+    regressions = judge(benchmarks, recorded, unreadable)
+    update_error = None
+    if update_baseline:
+        try:
+            store.update(name, versions["torch"], versions["triton"],
+                         {b["key"]: b["samples_ms"] for b in benchmarks}, commit=_commit(), force=force)
+        except BaselineError as exc:  # keep the measurements; say why nothing was recorded
+            update_error = str(exc)
+    return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
+            "baseline_update_error": update_error}
+
+
+def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
+                seed: int | None = None, quick: bool = False, bench: bool = True,
+                baselines: Path = DEFAULT_BASELINES, update_baseline: bool = False, force: bool = False,
+                history: Path | None = None,
+                shard: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+    from harness.report import append_history, history_entry, load_history, write_reports
+
+    profiles.load(profile)
+    run = run_info(device, profile, shard)
+    outcomes, cost = verify_specs(specs, device, seed, progress)
+    results = {
+        "schema": RESULTS_SCHEMA, "version": RESULTS_VERSION, "run": run,
+        "verification": [o.to_json() for o in outcomes], "verification_cost": cost,
+        "performance_measured": False, "roofline": None, "benchmarks": [], "regressions": [],
+        "performance_note": "",
+    }
+    if not on_gpu(device):
+        results["performance_note"] = "no GPU: performance was not measured (verification ran in the Triton interpreter)"
+    elif not bench:
+        results["performance_note"] = "benchmarks were not requested (--no-bench): performance was not measured"
+    else:
+        results.update(benchmark_specs(specs, device, quick, baselines, update_baseline, progress, force=force))
+        results["performance_measured"] = True
+        results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
+    run["finished"] = _now()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1))
+    history_path = history or out_dir / "history.jsonl"
+    append_history(history_path, history_entry(results))
+    write_reports(results, load_history(history_path), out_dir)
+    return results
