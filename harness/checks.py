@@ -235,7 +235,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
 
         eager, oracle = reference_grads(), reference_grads(torch.float64)
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
-        multiple = spec.multiple_for(case.dtype, interpreting())
+        multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {layout})"
             if e is None:

@@ -218,7 +218,8 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     results = run_nightly(
         specs, device, out, profile=args.profile, seed=args.seed, quick=args.quick, bench=not args.no_bench,
         baselines=Path(args.baselines), update_baseline=args.update_baseline, force=args.force,
-        history=Path(args.history) if args.history else None, shard=args.shard, progress=_progress_printer(),
+        history=Path(args.history) if args.history else None, shard=args.shard, max_examples=args.max_examples,
+        progress=_progress_printer(),
     )
     from harness.results import Outcome
 
@@ -300,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="with --update-baseline: replace a corrupt baseline file")
     p.add_argument("--history", help="run history file (default: OUT/history.jsonl)")
     p.add_argument("--shard", help="name of this shard when several runners split the work")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help="cap examples per property (when pytest -n auto already ran the deep verification)")
     p.set_defaults(func=cmd_nightly)
 
     p = sub.add_parser("report", help="render reports from stored results, merging shards")

@@ -70,11 +70,11 @@ def run_info(device: torch.device, profile: str, shard: str | None) -> dict:
 
 
 def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int | None,
-                 progress: Callable[[str], None]) -> tuple[list, dict]:
+                 progress: Callable[[str], None], max_examples: int | None = None) -> tuple[list, dict]:
     """Property checks per spec, with the wall time and Triton compilations each one cost."""
     outcomes, cost = [], {}
     for spec in specs.values():
-        runs = property_runs(spec, device)
+        runs = property_runs(spec, device, max_examples=max_examples)
         start = time.perf_counter()
         with count_compilations() as compiled:
             outcomes += verify(runs, seed=seed, on_start=lambda r: progress(f"verify {r.label}"))
@@ -141,12 +141,12 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
                 seed: int | None = None, quick: bool = False, bench: bool = True,
                 baselines: Path = DEFAULT_BASELINES, update_baseline: bool = False, force: bool = False,
                 history: Path | None = None,
-                shard: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+                shard: str | None = None, max_examples: int | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     from harness.report import append_history, history_entry, load_history, write_reports
 
     profiles.load(profile)
-    run = run_info(device, profile, shard)
-    outcomes, cost = verify_specs(specs, device, seed, progress)
+    run = run_info(device, profile + (f" (max {max_examples} examples)" if max_examples else ""), shard)
+    outcomes, cost = verify_specs(specs, device, seed, progress, max_examples)
     results = {
         "schema": RESULTS_SCHEMA, "version": RESULTS_VERSION, "run": run,
         "verification": [o.to_json() for o in outcomes], "verification_cost": cost,

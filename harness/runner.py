@@ -132,7 +132,8 @@ class PropertyRun:
             self.seconds = time.perf_counter() - start
 
 
-def property_runs(spec: KernelSpec, device: torch.device, implementations=None, dtypes=None, checks=None) -> list[PropertyRun]:
+def property_runs(spec: KernelSpec, device: torch.device, implementations=None, dtypes=None, checks=None,
+                  max_examples: int | None = None) -> list[PropertyRun]:
     """Every (implementation, dtype, check) of a spec, filtered; dtype-free checks run once."""
     runs = []
     for impl in spec.implementations:
@@ -146,7 +147,7 @@ def property_runs(spec: KernelSpec, device: torch.device, implementations=None, 
             if check in ("gradcheck", "contract"):
                 dtype_list = dtype_list[:1] or ([] if dtypes else spec_dtypes[:1])
             for dtype in dtype_list:
-                runs.append(PropertyRun(spec, impl, dtype, check, device))
+                runs.append(PropertyRun(spec, impl, dtype, check, device, max_examples=max_examples))
     return runs
 
 

@@ -166,6 +166,7 @@ class KernelSpec:
     scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
     error_multiple: float | Mapping[str, float] = 2.0
+    gradient_error_multiple: float | Mapping[str, float] | None = None
     deterministic: bool = True
     outputs: tuple[str, ...] = ("out",)
     bad_inputs: tuple[BadInput, ...] = ()
@@ -198,14 +199,16 @@ class KernelSpec:
         """The case dtypes that run property checks (fp64 is for gradcheck only)."""
         return tuple(d for d in self.dtypes if d != "float64")
 
-    def multiple_for(self, dtype: str, interpreter: bool = False) -> float:
-        """The error budget for ``dtype``: the declared multiple, doubled for bf16 under the
-        interpreter, whose fp32->bf16 stores truncate (error up to one ulp) where hardware rounds to
-        nearest (half an ulp): a defect of the interpreter, not of the kernel."""
-        if isinstance(self.error_multiple, Mapping):
-            declared = float(self.error_multiple.get(dtype, max(self.error_multiple.values())))
+    def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:
+        """The error budget for ``dtype``: the declared multiple (``gradient_error_multiple`` for
+        gradients, when the spec sets one), doubled for bf16 under the interpreter, whose fp32->bf16
+        stores truncate (error up to one ulp) where hardware rounds to nearest (half an ulp): a
+        defect of the interpreter, not of the kernel."""
+        chosen = self.gradient_error_multiple if gradients and self.gradient_error_multiple is not None else self.error_multiple
+        if isinstance(chosen, Mapping):
+            declared = float(chosen.get(dtype, max(chosen.values())))
         else:
-            declared = float(self.error_multiple)
+            declared = float(chosen)
         return declared * (2.0 if interpreter and dtype == "bfloat16" else 1.0)
 
     def checks(self) -> tuple[str, ...]:
@@ -287,7 +290,10 @@ def _validate(spec: KernelSpec) -> None:
         fail("dtypes", f"must be a non-empty subset of {FLOAT_DTYPES}, got {spec.dtypes}")
     if not [d for d in spec.dtypes if d != "float64"]:
         fail("dtypes", "needs at least one of float32/float16/bfloat16 (float64 alone only serves gradcheck)")
-    multiples = spec.error_multiple.values() if isinstance(spec.error_multiple, Mapping) else [spec.error_multiple]
+    multiples = []
+    for declared in (spec.error_multiple, spec.gradient_error_multiple):
+        if declared is not None:
+            multiples += list(declared.values()) if isinstance(declared, Mapping) else [declared]
     for m in multiples:
         if not isinstance(m, (int, float)) or not math.isfinite(m) or m < 1:
             fail("error_multiple", f"must be a finite number >= 1 (a multiple of eager's own error), got {m!r}")

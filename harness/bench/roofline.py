@@ -35,7 +35,7 @@ def measure(device_index: int) -> Roofline:
     b = torch.randn(m, m, device=device, dtype=torch.bfloat16)
     samples = time_interleaved(
         {"copy": lambda i: dst.copy_(src), "matmul": lambda i: a @ b},
-        device, TimingPlan(warmup=3, repetitions=20, input_sets=1, flush_l2=False),
+        device, TimingPlan(warmup=3, repetitions=20, input_sets=1, flush_l2=False, spin_cycles=0),
     )
     copy_s = median(samples["copy"]) / 1e3
     matmul_s = median(samples["matmul"]) / 1e3

@@ -56,11 +56,13 @@ def _callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callab
         else:
             fns[name] = impl.load()
     fns["eager"] = spec.reference
+    # A fresh compiled function per shape: dynamic=False recompiles for each shape, and past
+    # torch._dynamo's recompile limit a shared one would silently fall back to eager.
     fns["compile"] = torch.compile(spec.reference, dynamic=False)
     return fns, skipped
 
 
-def _timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
+def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
     """One call per implementation taking an input-set index, for the chosen pass."""
     names = spec.grad_inputs
     sets = []
@@ -97,17 +99,17 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
     """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``."""
     if spec.perf is None:
         return []
-    fns, _ = _callables(spec, device)
     records: list[dict] = []
     shapes = [s for s in spec.perf.shapes if s.quick or not quick]
     for shape in shapes:
+        fns, _ = _callables(spec, device)
         for pass_ in PASSES:
             if pass_ == "forward_backward" and not spec.grad_inputs:
                 continue
             if on_case:
                 on_case(f"{spec.name} {pass_} {dict(shape.dims)} {shape.dtype}")
             cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
-            samples = time_interleaved(_timed_calls(spec, fns, cases, device, pass_), device, plan)
+            samples = time_interleaved(timed_calls(spec, fns, cases, device, pass_), device, plan)
             nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
             flops = spec.perf.flops(shape.dims, shape.dtype)
             if pass_ == "forward_backward":

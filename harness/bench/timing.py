@@ -1,5 +1,11 @@
 """Timing on the GPU: CUDA events, L2 flushed before every repetition, rotating inputs, interleaving.
 
+What is timed is the GPU's time from the start event to the end event. Python's own launch
+overhead (argument checks, autograd bookkeeping, Triton's launcher, torch.compile's guards) is kept
+out of it: before each start event the GPU is given a short spin (``torch.cuda._sleep``), during
+which the CPU enqueues the whole call, so the GPU never idles waiting for the host inside the timed
+region. That is what the roofline comparison needs; launch overhead is a separate question.
+
 Each repetition times every implementation once, in an order rotated from one repetition to the
 next, so that clock drift, thermal throttling or a noisy neighbour hit all of them alike and their
 ratios stay honest. Before each timed call the L2 cache is flushed by writing a buffer twice its
@@ -25,6 +31,7 @@ class TimingPlan:
     repetitions: int = 40
     input_sets: int = 3
     flush_l2: bool = True
+    spin_cycles: int = 2_000_000  # ~1 ms at Hopper clocks: longer than any call's host-side work
 
 
 def _flush_buffer(device: torch.device) -> torch.Tensor:
@@ -49,6 +56,8 @@ def time_interleaved(calls: Mapping[str, Call], device: torch.device, plan: Timi
             for name in order:
                 if flush is not None:
                     flush.zero_()
+                if plan.spin_cycles:
+                    torch.cuda._sleep(plan.spin_cycles)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
                 calls[name](rep % plan.input_sets)

@@ -1,0 +1,55 @@
+"""A/B check of the regression gate on a real GPU: does it flag a planted slowdown, and stay quiet
+on an unchanged rerun?
+
+One process times the softmax kernel three times in sequence, as separate benchmark runs would:
+A (as is), A again (A/A), and B (the same kernel followed by a deliberate extra pass over its
+output, ``y.mul_(1.0)``: one more read and write of the output). The gate compares A with A and A
+with B. Writes the samples, the verdicts and the measured noise as JSON.
+
+    python benchmarks/ab_gate.py OUT.json
+"""
+
+import json
+import statistics
+import sys
+
+import torch
+
+from harness.bench.runner import bench_case, timed_calls
+from harness.bench.timing import TimingPlan, iqr, time_interleaved
+from harness.registry import load_specs
+from harness.regression import decide
+
+
+def main(path: str) -> None:
+    device = torch.device("cuda", 0)
+    spec = load_specs()["softmax"]
+    kernel = spec.implementations["triton"].load()
+
+    def slowed(x):
+        y = kernel(x)
+        return y.mul_(1.0)
+
+    report = {"device": torch.cuda.get_device_name(device), "shapes": []}
+    for shape in spec.perf.shapes[:2]:
+        plan = TimingPlan(repetitions=60)
+        cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
+        runs = {}
+        for label, fn in (("A", kernel), ("A_again", kernel), ("B_extra_pass", slowed)):
+            runs[label] = time_interleaved(timed_calls(spec, {label: fn}, cases, device, "forward"), device, plan)[label]
+        aa, ab = decide(runs["A"], runs["A_again"]), decide(runs["A"], runs["B_extra_pass"])
+        report["shapes"].append({
+            "shape": dict(shape.dims), "dtype": shape.dtype,
+            "median_ms": {k: statistics.median(v) for k, v in runs.items()},
+            "relative_iqr": {k: iqr(v) / statistics.median(v) for k, v in runs.items()},
+            "A_vs_A": {"verdict": aa.verdict, "ratio": aa.ratio, "reason": aa.reason},
+            "A_vs_B": {"verdict": ab.verdict, "ratio": ab.ratio, "reason": ab.reason},
+            "samples_ms": runs,
+        })
+        print(f"{dict(shape.dims)} {shape.dtype}: A/A {aa.verdict} ({aa.reason}); A/B {ab.verdict} ({ab.reason})")
+    with open(path, "w") as handle:
+        json.dump(report, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,279 @@
+"""Plumbing shared by row-wise kernels (softmax, elementwise-with-row-broadcast, norms).
+
+A row-wise op sees its input as ``rows x N``: the last dimension is the row, every leading
+dimension is folded into the row index. Two concerns live here so that each kernel module holds
+only its math:
+
+* **Layout** (:func:`row_layout`): fold the leading dimensions *without copying*. Any tensor whose
+  last dimension is unit-stride and whose leading dimensions fold into at most two
+  (size, stride) groups is passed as is; the kernel finds row ``r`` at
+  ``(r // inner_rows) * stride_outer + (r % inner_rows) * stride_inner`` (see :func:`row_offset`).
+  That covers contiguous tensors, row slices ``x[::2]``, column slices ``x[:, :k]``, expanded rows
+  (stride 0), storage offsets and permutations of the leading dimensions of a 3-D tensor. Only a
+  tensor whose last dimension is not unit-stride (``x.t()``, ``x[:, ::2]``), or whose leading
+  dimensions need three or more groups, is copied with ``.contiguous()``: a strided row cannot be
+  loaded with wide vector loads anyway, so the copy costs about what a strided kernel would.
+
+* **Tiling** (:func:`row_tile`): how many columns one block covers (a power of two), how many rows
+  one program handles and how many warps it gets. The widest row held in a single block depends on
+  the backend (:func:`limits_for_backend`): on a GPU it is large (softmax holds rows of up to
+  16384 elements in registers, so the common shapes take the single-pass path); under the CPU
+  interpreter it is 64, so that CPU-sized test cases (rows of a few dozen to a few hundred
+  elements) exercise the multi-block path and the several-rows-per-program path too.
+  :func:`block_boundaries` lists the row lengths where the tiling changes, for test generators.
+
+* **Accurate fp32 math** (:func:`exp`, :func:`div`): the GPU's native exp and fp32 division are a
+  few ulp off, which fp32 outputs show against eager; kernels storing fp32 use these instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from kernels._runtime import interpreting
+
+# ----------------------------------------------------------------------------------------------
+# Layout
+# ----------------------------------------------------------------------------------------------
+# Launch paths are kept lean: a small kernel on a fast GPU takes ~10 us, about what Python spends
+# preparing a launch, so layout and tile decisions are memoised on (shape, strides) and (n, dtype
+# size, limits), and plain tuples stand in for dataclasses.
+
+
+class RowLayout(NamedTuple):
+    """A tensor seen as ``rows x n`` with a unit-stride last dimension.
+
+    ``tensor`` is what to hand the kernel as the base pointer: the caller's tensor itself, or a
+    contiguous copy when ``copied`` is true. Row ``r`` starts ``(r // inner_rows) * stride_outer +
+    (r % inner_rows) * stride_inner`` elements after ``tensor.data_ptr()``.
+    """
+
+    tensor: torch.Tensor
+    rows: int
+    n: int
+    inner_rows: int
+    stride_outer: int
+    stride_inner: int
+    copied: bool
+
+    def kernel_args(self) -> tuple[int, int, int]:
+        """The three integers :func:`row_offset` takes after the row indices."""
+        return (self.inner_rows, self.stride_outer, self.stride_inner)
+
+
+def _fold_leading(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[tuple[int, int]]:
+    """Fold leading dims into (size, stride) groups, innermost first; size-1 dims are dropped."""
+    groups: list[tuple[int, int]] = []
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 1:
+            continue
+        if groups and stride == groups[-1][0] * groups[-1][1]:
+            inner_size, inner_stride = groups[-1]
+            groups[-1] = (inner_size * size, inner_stride)
+        else:
+            groups.append((size, stride))
+    return groups
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout_plan(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """(rows, n, inner_rows, stride_outer, stride_inner), or None when a copy is needed."""
+    n = shape[-1]
+    if n > 1 and strides[-1] != 1:
+        return None
+    groups = _fold_leading(shape[:-1], strides[:-1])
+    if len(groups) > 2:
+        return None
+    rows = math.prod(shape[:-1])
+    if not groups:  # a single row
+        return (rows, n, 1, 0, 0)
+    inner_rows, stride_inner = groups[0]
+    stride_outer = groups[1][1] if len(groups) == 2 else 0
+    return (rows, n, inner_rows, stride_outer, stride_inner)
+
+
+def row_layout(t: torch.Tensor) -> RowLayout:
+    """Describe ``t`` (shape ``(..., n)``, ``ndim >= 1``) as rows, copying only when unavoidable.
+
+    Copies (``.contiguous()``) only when the last dimension is not unit-stride or the leading
+    dimensions do not fold into two (size, stride) groups; ``copied`` says which happened.
+    """
+    plan = _layout_plan(t.shape, t.stride())
+    if plan is not None:
+        return RowLayout(t, *plan, False)
+    t = t.contiguous()
+    return RowLayout(t, *_layout_plan(t.shape, t.stride()), True)
+
+
+@triton.jit
+def row_offset(rows, inner_rows, stride_outer, stride_inner):
+    """Element offset (int64) of the start of each row in ``rows``; see :class:`RowLayout`."""
+    r = rows.to(tl.int64)
+    return (r // inner_rows) * stride_outer + (r % inner_rows) * stride_inner
+
+
+# Accurate fp32 arithmetic for kernels whose results are stored as fp32 (``PRECISE``). On the GPU,
+# Triton's fp32 ``/`` is div.full.f32 (up to 2 ulp) and tl.exp is ex2.approx(x * log2(e)), whose
+# rounding of x * log2(e) costs |x| * 2^-24 of relative error (about 12 ulp at x = -20), where eager
+# CUDA code divides exactly and calls expf (within 2 ulp). For fp16/bf16 results both errors are far
+# below an output ulp, so those take the fast forms.
+#
+# exp: Cody-Waite reduction, e^x = 2^k * e^f with k = round(x / ln 2) and f = x - k ln 2 computed
+# exactly in two steps (LN2_HI has few enough bits that k * LN2_HI is exact), so |f| <= ln(2)/2.
+# e^f is a degree-7 Taylor polynomial (truncation error < 0.05 ulp) in Horner form: fused
+# multiply-adds, no approximate special-function unit. 2^k is applied as two exact powers of two
+# built from their bits, so that neither underflows nor overflows before the final product.
+_LOG2E = tl.constexpr(1.4426950408889634)
+_LN2_HI = tl.constexpr(0.693145751953125)  # 0x3F317200: low 8 mantissa bits zero
+_LN2_LO = tl.constexpr(1.4286068203094173e-06)  # ln(2) - _LN2_HI
+
+
+@triton.jit
+def _pow2(n):
+    """2**n for integer-valued fp32 n in [-126, 127], exactly (from the exponent bits)."""
+    return ((n.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def exp(x, PRECISE: tl.constexpr):
+    """e**x; with PRECISE and fp32 x, within about 1 ulp for any x (tl.exp otherwise).
+
+    Keeps IEEE special values: exp(-inf) = 0, exp(+inf) = inf, exp(NaN) = NaN. fp64 always takes
+    tl.exp, which is libdevice's accurate exp for fp64.
+    """
+    if PRECISE and x.dtype == tl.float32:
+        # Below -104 e^x rounds to 0 and above 89 to inf anyway; NaN passes both tests unchanged.
+        x = tl.where(x < -104.0, -104.0, tl.where(x > 89.0, 89.0, x))
+        k = tl.floor(x * _LOG2E + 0.5)
+        f = (x - k * _LN2_HI) - k * _LN2_LO
+        p = tl.fma(f, 1.0 / 5040.0, 1.0 / 720.0)
+        p = tl.fma(p, f, 1.0 / 120.0)
+        p = tl.fma(p, f, 1.0 / 24.0)
+        p = tl.fma(p, f, 1.0 / 6.0)
+        p = tl.fma(p, f, 0.5)
+        p = tl.fma(p, f, 1.0)
+        p = tl.fma(p, f, 1.0)
+        half = tl.floor(k * 0.5)
+        return p * _pow2(half) * _pow2(k - half)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
+def div(a, b, PRECISE: tl.constexpr):
+    """a / b, correctly rounded (IEEE) with PRECISE and fp32 operands; Triton's ``/`` otherwise."""
+    if PRECISE and a.dtype == tl.float32:
+        return tl.math.div_rn(a, b)
+    else:
+        return a / b
+
+
+_SAME_DEVICE = contextlib.nullcontext()
+
+
+@functools.lru_cache(maxsize=1)
+def _several_gpus() -> bool:
+    return torch.cuda.device_count() > 1
+
+
+def launch_guard(t: torch.Tensor):
+    """Context for launching a kernel on ``t``'s device.
+
+    On a GPU: make ``t``'s device the current one (Triton launches on the current device); a
+    no-op with a single visible GPU. Under the interpreter: silence numpy's floating-point
+    warnings, because the kernels rely on IEEE semantics (``-inf - -inf`` is NaN, ``exp(-inf)`` is
+    0) exactly as the GPU does, silently; and the interpreter's max reduction (``np.nanmax``) warns
+    on an all-NaN row through ``warnings``.
+    """
+    if t.device.type == "cuda":
+        return torch.cuda.device(t.device) if _several_gpus() else _SAME_DEVICE
+    return _quiet_numpy()
+
+
+@contextlib.contextmanager
+def _quiet_numpy():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+# ----------------------------------------------------------------------------------------------
+# Tiling
+# ----------------------------------------------------------------------------------------------
+
+
+class TileLimits(NamedTuple):
+    """The knobs of :func:`row_tile` for one kernel family on one backend.
+
+    max_block:     widest row (power of two) processed as one block; wider rows are split.
+    split_block:   block width used once a row is split into several blocks.
+    target_elems:  elements per program for short rows; rows per program = target_elems // block.
+    max_rows:      cap on rows per program.
+    thread_bytes:  bytes of input each thread should load (sets num_warps: enough work per thread
+                   for wide vector loads, enough threads to keep memory requests in flight).
+    max_warps:     cap on num_warps.
+    """
+
+    max_block: int
+    split_block: int
+    target_elems: int
+    max_rows: int
+    thread_bytes: int
+    max_warps: int
+
+
+class RowTile(NamedTuple):
+    """One launch configuration: ``block`` columns x ``rows`` rows per tile.
+
+    ``col_blocks`` is the number of blocks that cover a row: 1 means the row fits in one block.
+    """
+
+    block: int
+    rows: int
+    num_warps: int
+    col_blocks: int
+
+
+@functools.lru_cache(maxsize=1024)
+def row_tile(n: int, elem_size: int, limits: TileLimits) -> RowTile:
+    """Choose block width, rows per program and num_warps for rows of ``n`` elements."""
+    width = triton.next_power_of_2(max(n, 1))
+    if width <= limits.max_block:
+        block, col_blocks = width, 1
+    else:
+        block, col_blocks = limits.split_block, triton.cdiv(n, limits.split_block)
+    rows = max(1, min(limits.max_rows, limits.target_elems // block))
+    threads = block * rows * elem_size // limits.thread_bytes
+    num_warps = max(1, min(limits.max_warps, triton.next_power_of_2(max(threads // 32, 1))))
+    return RowTile(block=block, rows=rows, num_warps=num_warps, col_blocks=col_blocks)
+
+
+def block_boundaries(limits: TileLimits) -> tuple[int, ...]:
+    """Row lengths where :func:`row_tile` changes behaviour, with their neighbours.
+
+    1; the last length with several rows per program and the first with one; the single-block
+    limit M (M-1, M, M+1); and, on the split path of block width S, M+S-1, M+S, M+S+1 (the last
+    block one short of full, exactly full, one element over).
+    """
+    last_multi_row = limits.target_elems // 2 if limits.max_rows > 1 else 0
+    m, s = limits.max_block, limits.split_block
+    points = {1, last_multi_row, last_multi_row + 1, m - 1, m, m + 1, m + s - 1, m + s, m + s + 1}
+    return tuple(sorted(p for p in points if p >= 1))
+
+
+# Decided once: TRITON_INTERPRET is fixed before any kernel is decorated (see kernels/__init__.py).
+_INTERPRETING = interpreting()
+
+
+def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
+    """The GPU limits, or the small interpreter ones when kernels run on the CPU."""
+    return interpreter if _INTERPRETING else gpu

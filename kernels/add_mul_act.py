@@ -1,0 +1,286 @@
+"""``act(x + alpha * y + bias)``: one Triton pass forward, one Triton pass backward.
+
+x and y have shape ``(..., N)``, bias has shape ``(N,)`` and is broadcast over the rows. The forward
+reads x, y and bias once and writes the output once; nothing intermediate touches memory.
+
+The backward recomputes ``z = x + alpha * y + bias`` from the saved inputs (saving the output would
+not give z back for every activation, and saving z would cost a full extra write in the forward) and
+writes ``grad_x = grad * act'(z)`` and ``grad_y = alpha * grad_x`` in the same pass. ``grad_bias``,
+the sum of grad_x over rows, is reduced without a second pass and without atomics: each program
+walks a fixed group of rows for one column block, keeps a running sum in registers and writes one
+partial row; a small ``torch.sum`` over those partials (one per row group) finishes it. The
+grouping depends only on the shape, so results are bitwise reproducible. The running sums and the
+partials are fp64 (cheap: one add per element, and the partials are tiny), so the reduction adds
+no error of its own, whatever order the rows are added in: grad_bias is rounded once, at the end.
+
+Arithmetic in fp32, results stored in the input dtype. ``tanh`` has no interpreter-safe Triton
+primitive, so gelu's tanh form is written through the sigmoid: ``0.5 z (1 + tanh(u)) = z sigmoid(2u)``.
+The sigmoid is computed from ``exp(-|z|)``, which never overflows, and its derivative as
+``exp(-|z|) / (1 + exp(-|z|))^2``, which avoids the cancellation in ``s * (1 - s)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._validate import (
+    check_choice,
+    check_finite_scalar,
+    check_same_device,
+    check_same_dtype,
+    check_shape,
+    check_tensor,
+)
+
+OP = "add_mul_act"
+ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh")
+
+_GPU_LIMITS = _rows.TileLimits(
+    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
+)
+_INTERPRETER_LIMITS = _rows.TileLimits(
+    max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=64, max_warps=4
+)
+# Backward: row tiles each program sums into its grad_bias partial. On a GPU the group size is
+# derived from the SM count (enough programs to fill the device, few partial rows); under the
+# interpreter it is 2 so that small test cases already produce several partials.
+_INTERPRETER_TILES_PER_GROUP = 2
+_GPU_PROGRAMS_PER_SM = 8
+
+
+def _limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths (N) where this kernel's tiling changes on the current backend (for test shapes)."""
+    return _rows.block_boundaries(_limits())
+
+
+# ----------------------------------------------------------------------------------------------
+# Activations (fp32 in, fp32 out)
+# ----------------------------------------------------------------------------------------------
+
+# Tensor operands go on the left of these constants: constexpr * tensor fails in the interpreter.
+_TWO_SQRT_2_OVER_PI = tl.constexpr(2.0 * math.sqrt(2.0 / math.pi))
+_GELU_C = tl.constexpr(0.044715)
+
+
+@triton.jit
+def _sigmoid_and_slope(z, PRECISE: tl.constexpr):
+    """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z), from exp(-|z|) (no overflow)."""
+    e = _rows.exp(-tl.abs(z), PRECISE)
+    inv = _rows.div(tl.full(z.shape, 1.0, z.dtype), 1.0 + e, PRECISE)
+    return tl.where(z >= 0, inv, e * inv), e * inv * inv
+
+
+@triton.jit
+def _gelu_inner(z):
+    """2u for gelu's tanh form, u = sqrt(2/pi) * (z + c z^3), so that tanh(u) = 2 sigmoid(2u) - 1."""
+    return (z * z * z * _GELU_C + z) * _TWO_SQRT_2_OVER_PI
+
+
+@triton.jit
+def _activate(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
+    if ACT == "relu":
+        return tl.where(z <= 0, 0.0, z)  # keeps NaN, as torch.relu does
+    elif ACT == "sigmoid":
+        return _sigmoid_and_slope(z, PRECISE)[0]
+    elif ACT == "silu":
+        return z * _sigmoid_and_slope(z, PRECISE)[0]
+    else:  # gelu_tanh: z * sigmoid(2u), u = sqrt(2/pi) * (z + c z^3)
+        return z * _sigmoid_and_slope(_gelu_inner(z), PRECISE)[0]
+
+
+@triton.jit
+def _activation_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
+    """d act / d z."""
+    if ACT == "relu":
+        return tl.where(z <= 0, 0.0, 1.0)  # 0 at z == 0, 1 for NaN: torch's threshold_backward
+    elif ACT == "sigmoid":
+        return _sigmoid_and_slope(z, PRECISE)[1]
+    elif ACT == "silu":
+        s, ds = _sigmoid_and_slope(z, PRECISE)
+        return s + z * ds
+    else:
+        s, ds = _sigmoid_and_slope(_gelu_inner(z), PRECISE)
+        return s + z * ds * ((z * z * (3.0 * _GELU_C) + 1.0) * _TWO_SQRT_2_OVER_PI)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
+            x_inner, x_so, x_si, y_inner, y_so, y_si):
+    """z = x + alpha * y + bias in fp32 for a [ROWS, BLOCK] tile (0 where masked)."""
+    x_row = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
+    y_row = _rows.row_offset(rows, y_inner, y_so, y_si)[:, None]
+    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    y = tl.load(y_ptr + y_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    return x + alpha * y + b[None, :]
+
+
+@triton.jit
+def _add_mul_act_fwd_kernel(
+    x_ptr, y_ptr, b_ptr, out_ptr, n_rows, n_cols, alpha,
+    x_inner, x_so, x_si, y_inner, y_so, y_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
+                x_inner, x_so, x_si, y_inner, y_so, y_si)
+    out = _activate(z, ACT, PRECISE)
+    dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+    tl.store(out_ptr + dense, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _add_mul_act_bwd_kernel(
+    x_ptr, y_ptr, b_ptr, g_ptr, gx_ptr, gy_ptr, partial_ptr, n_rows, n_cols, alpha, tiles_per_group,
+    x_inner, x_so, x_si, y_inner, y_so, y_si, g_inner, g_so, g_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
+):
+    # Program (column block c, row group r): rows [r * tiles_per_group * ROWS, ...) in tiles of
+    # ROWS; grad_bias's partial sum for this group stays in registers until the end.
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    group = tl.program_id(1)
+    acc = tl.zeros([ROWS, BLOCK], tl.float64)
+    for t in range(0, tiles_per_group):
+        rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+        mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+        z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
+                    x_inner, x_so, x_si, y_inner, y_so, y_si)
+        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dz = tl.where(mask, g * _activation_slope(z, ACT, PRECISE), 0.0)
+        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        tl.store(gx_ptr + dense, dz.to(gx_ptr.dtype.element_ty), mask=mask)
+        tl.store(gy_ptr + dense, (alpha * dz).to(gy_ptr.dtype.element_ty), mask=mask)
+        acc += dz.to(tl.float64)
+    tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int) -> int:
+    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
+    if t.device.type != "cuda":
+        return _INTERPRETER_TILES_PER_GROUP
+    programs = _GPU_PROGRAMS_PER_SM * _sm_count(t.device.index or 0)
+    groups = max(1, min(row_tiles, programs // col_blocks))
+    return triton.cdiv(row_tiles, groups)
+
+
+def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if out.numel() == 0:
+        return out
+    xl, yl = _rows.row_layout(x), _rows.row_layout(y)
+    tile = _rows.row_tile(xl.n, x.element_size(), _limits())
+    with _rows.launch_guard(x):
+        _add_mul_act_fwd_kernel[(triton.cdiv(xl.rows, tile.rows), tile.col_blocks)](
+            xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,
+            *xl.kernel_args(), *yl.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
+            num_warps=tile.num_warps,
+        )
+    return out
+
+
+def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
+    """(grad_x, grad_y, grad_bias partial sums: fp64, one row per row group).
+
+    grad_bias is ``partials.sum(0)`` cast to the input dtype; kept separate so the reduction step
+    is visible (and testable) on its own.
+    """
+    grad_x = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    grad_y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = x.shape[-1]
+    if grad_x.numel() == 0:
+        return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)
+    xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
+    tile = _rows.row_tile(n, x.element_size(), _limits())
+    row_tiles = triton.cdiv(xl.rows, tile.rows)
+    tiles_per_group = _tiles_per_group(x, row_tiles, tile.col_blocks)
+    groups = triton.cdiv(row_tiles, tiles_per_group)
+    partials = torch.empty((groups, n), dtype=torch.float64, device=x.device)
+    with _rows.launch_guard(x):
+        _add_mul_act_bwd_kernel[(tile.col_blocks, groups)](
+            xl.tensor, yl.tensor, bias.contiguous(), gl.tensor, grad_x, grad_y, partials,
+            xl.rows, n, alpha, tiles_per_group,
+            *xl.kernel_args(), *yl.kernel_args(), *gl.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
+            num_warps=tile.num_warps,
+        )
+    return grad_x, grad_y, partials
+
+
+class _AddMulAct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, bias, alpha: float, activation: str):
+        ctx.save_for_backward(x, y, bias)
+        ctx.alpha, ctx.activation = alpha, activation
+        return _forward(x, y, bias, alpha, activation)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, y, bias = ctx.saved_tensors
+        if grad.dtype != x.dtype:
+            grad = grad.to(x.dtype)
+        grad_x, grad_y, partials = _backward(x, y, bias, ctx.alpha, ctx.activation, grad)
+        grad_bias = partials.sum(dim=0).to(bias.dtype)
+        need_x, need_y, need_bias = ctx.needs_input_grad[:3]
+        return (grad_x if need_x else None, grad_y if need_y else None,
+                grad_bias if need_bias else None, None, None)
+
+
+def _validate(x, y, bias, alpha, activation) -> float:
+    check_tensor(OP, "x", x, min_ndim=1)
+    check_tensor(OP, "y", y)
+    check_tensor(OP, "bias", bias)
+    check_same_device(OP, x=x, y=y, bias=bias)
+    check_same_dtype(OP, x=x, y=y, bias=bias)
+    check_shape(OP, "y", y, x.shape, "the same shape as x")
+    check_shape(OP, "bias", bias, x.shape[-1:], "one value per element of x's last dimension")
+    alpha = check_finite_scalar(OP, "alpha", alpha)
+    check_choice(OP, "activation", activation, ACTIVATIONS)
+    return alpha
+
+
+def add_mul_act(
+    x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, alpha: float = 1.0, activation: str = "relu"
+) -> torch.Tensor:
+    """``act(x + alpha * y + bias)`` with act one of relu, sigmoid, silu, gelu_tanh.
+
+    x, y: same shape ``(..., N)`` (``ndim >= 1``, any strides); bias: ``(N,)``; all three of one
+    dtype (float32, float16, bfloat16) on one device. Returns a new contiguous tensor of x's shape
+    and dtype; differentiable in x, y and bias.
+
+    Raises TypeError for a non-tensor, an unsupported or mismatched dtype, or a non-numeric alpha;
+    ValueError for a wrong shape, device, a non-finite alpha or an unknown activation.
+    """
+    alpha = _validate(x, y, bias, alpha, activation)
+    if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad or bias.requires_grad):
+        return _AddMulAct.apply(x, y, bias, alpha, activation)
+    return _forward(x, y, bias, alpha, activation)  # no graph to record: skip autograd's overhead

@@ -1,0 +1,227 @@
+"""Softmax over the last dimension: Triton forward and backward behind ``torch.autograd.Function``.
+
+Forward: a row that fits one block (up to 16384 elements on a GPU) is read once, held in registers
+and written once: max, exp, sum and the division all happen on the loaded tile. Short rows are
+packed several to a program so that each program still moves a few kilobytes. A longer row is
+streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
+the max grows, then a second pass writes ``exp(x - max) / sum``.
+
+Backward: ``dx = y * dy - y * sum(y * dy)`` from the saved output (eager's formula), single pass
+when the row fits a block, two passes (sums, then write) when it does not. For fp32/fp64 outputs
+the sum is divided by ``sum(y)`` (1 in exact arithmetic) and the arithmetic is fp64: in a peaked
+row the top element's gradient cancels, and the stored y's normalisation error (~1 ulp) would
+otherwise dominate the small true gradient (an exact backward applied to eager's own fp32 output
+misses eager's error budget by 4-14x on such rows; normalised, the kernel stays within ~1.4x).
+For fp16/bf16 the rounding error of y sits in single elements, which normalising does not model;
+there the kernel keeps eager's formula in fp32, so that on the same y it reproduces eager's answer.
+
+Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
+For fp32 results the row sums and the final scaling are fp64 and exp is the accurate
+``_rows.exp`` (the GPU's native exp and division are a few ulp off, which fp32 outputs show); for
+fp16/bf16 results fp32 and the native exp are far below an output ulp. Special values follow
+``torch.softmax``: ``-inf`` entries give exactly 0, and a row that is entirely ``-inf``, or holds a
+``+inf`` or a NaN, comes out all NaN (in every case the row's sum becomes NaN, so every element is
+NaN, whatever the max reduction does with NaN).
+
+No atomics and a fixed reduction order: repeated calls are bitwise identical.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._validate import FLOAT_DTYPES, check_tensor
+
+OP = "softmax"
+DTYPES = FLOAT_DTYPES + (torch.float64,)
+
+_GPU_LIMITS = _rows.TileLimits(
+    max_block=16384, split_block=4096, target_elems=2048, max_rows=16, thread_bytes=32, max_warps=32
+)
+_INTERPRETER_LIMITS = _rows.TileLimits(
+    max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
+)
+
+
+def _limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths where this kernel's tiling changes on the current backend (for test shapes)."""
+    return _rows.block_boundaries(_limits())
+
+
+@functools.lru_cache(maxsize=1024)
+def _config(n: int, dtype: torch.dtype) -> tuple[int, dict]:
+    """(rows per program, launch keywords) for rows of n elements of this dtype.
+
+    COMPUTE: element arithmetic (fp32; fp64 for fp64). WIDE (fp32, fp64): ACC, the row sums and
+    per-row scalars, is fp64 and the backward normalises by sum(y); for fp16/bf16 ACC is fp32 and
+    the backward is eager's formula (see the module docstring). PRECISE: accurate exp (fp32
+    results only, see ``_rows.exp``).
+    """
+    tile = _rows.row_tile(n, dtype.itemsize, _limits())
+    wide = dtype in (torch.float32, torch.float64)
+    return tile.rows, dict(
+        BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
+        COMPUTE=tl.float64 if dtype == torch.float64 else tl.float32,
+        ACC=tl.float64 if wide else tl.float32, WIDE=wide,
+        PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _softmax_fwd_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, x_inner_rows, x_stride_outer, x_stride_inner,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
+    ACC: tl.constexpr, PRECISE: tl.constexpr, WIDE: tl.constexpr,  # WIDE: backward only
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    x_row = x_ptr + _rows.row_offset(rows, x_inner_rows, x_stride_outer, x_stride_inner)[:, None]
+    y_row = y_ptr + rows.to(tl.int64)[:, None] * n_cols
+    cols = tl.arange(0, BLOCK)[None, :]
+    neg_inf = -float("inf")
+    if not SPLIT:
+        mask = row_ok & (cols < n_cols)
+        x = tl.load(x_row + cols, mask=mask, other=neg_inf).to(COMPUTE)
+        e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE).to(ACC)
+        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        # Online pass: running max m and sum s of exp(x - m). While a row has seen only -inf,
+        # rescale against 0 instead of m so that -inf - -inf never makes a NaN out of nothing.
+        m = tl.full([ROWS], neg_inf, COMPUTE)
+        s = tl.zeros([ROWS], ACC)
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
+            m_new = tl.maximum(m, tl.max(x, axis=1))
+            ref = tl.where(m_new == neg_inf, 0.0, m_new)
+            e = _rows.exp(x - ref[:, None], PRECISE).to(ACC)
+            s = s * _rows.exp(m - ref, PRECISE).to(ACC) + tl.sum(e, axis=1)
+            m = m_new
+        inv = (1.0 / s)[:, None]
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
+            y = _rows.exp(x - m[:, None], PRECISE).to(ACC) * inv
+            tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _softmax_bwd_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, dy_inner_rows, dy_stride_outer, dy_stride_inner,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
+    ACC: tl.constexpr, PRECISE: tl.constexpr, WIDE: tl.constexpr,
+):
+    # y and dx are contiguous (y is this module's own output); dy may have any row layout.
+    # dx = y * dy - y * c, c = sum(y * dy) [/ sum(y) when WIDE]: see the module docstring.
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    dense_row = rows.to(tl.int64)[:, None] * n_cols
+    y_row = y_ptr + dense_row
+    dx_row = dx_ptr + dense_row
+    dy_row = dy_ptr + _rows.row_offset(rows, dy_inner_rows, dy_stride_outer, dy_stride_inner)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    if not SPLIT:
+        mask = row_ok & (cols < n_cols)
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(ACC)
+        c = tl.sum(y * dy, axis=1)
+        if WIDE:
+            c = c / tl.sum(y, axis=1)
+        dx = y * dy - y * c[:, None]
+        tl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    else:
+        dot = tl.zeros([ROWS, BLOCK], ACC)
+        total = tl.zeros([ROWS, BLOCK], ACC)
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dot += y * dy
+            if WIDE:
+                total += y
+        c = tl.sum(dot, axis=1)
+        if WIDE:
+            c = c / tl.sum(total, axis=1)
+        c = c[:, None]
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)
+            tl.store(dx_row + start + cols, (y * dy - y * c).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+def _forward(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    src = _rows.row_layout(x)
+    rows, config = _config(src.n, x.dtype)
+    with _rows.launch_guard(x):
+        _softmax_fwd_kernel[(triton.cdiv(src.rows, rows),)](
+            src.tensor, y, src.rows, src.n, *src.kernel_args(), **config
+        )
+    return y
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    if dx.numel() == 0:
+        return dx
+    grad = _rows.row_layout(dy)
+    rows, config = _config(grad.n, y.dtype)
+    with _rows.launch_guard(y):
+        _softmax_bwd_kernel[(triton.cdiv(grad.rows, rows),)](
+            y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args(), **config
+        )
+    return dx
+
+
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = _forward(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        if dy.dtype != y.dtype:  # autograd may hand a grad of another dtype; never mutate it
+            dy = dy.to(y.dtype)
+        return _backward(y, dy)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """``torch.softmax(x, dim=-1)`` for a tensor of one or more dimensions.
+
+    dtypes: float32, float16, bfloat16 (fp32 arithmetic) and float64 (fp64 arithmetic). Any strides.
+    Returns a new contiguous tensor of ``x``'s shape and dtype; differentiable.
+
+    Raises TypeError for a non-tensor or an unsupported dtype, ValueError for a 0-d tensor or a
+    tensor on the wrong device.
+    """
+    check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _Softmax.apply(x)
+    return _forward(x)  # no graph to record: skip autograd.Function's overhead

@@ -1,0 +1,60 @@
+"""add-mul-activation, ``act(x + alpha * y + bias)``: the Triton kernel against eager composition."""
+
+from hypothesis import strategies as st
+
+from harness import Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness.case import torch_dtype
+
+import kernels.add_mul_act as kernel
+import references.add_mul_act as reference
+
+
+def _elements(dims):
+    return dims["rows"] * dims["cols"]
+
+
+def _forward_bytes(dims, dtype):
+    """Read x and y, write the output; bias (one row) is negligible but counted."""
+    size = torch_dtype(dtype).itemsize
+    return (3 * _elements(dims) + dims["cols"]) * size
+
+
+def _backward_bytes(dims, dtype):
+    """Read x, y, grad; write grad_x and grad_y (grad_bias is one row)."""
+    size = torch_dtype(dtype).itemsize
+    return (5 * _elements(dims) + 2 * dims["cols"]) * size
+
+
+SPEC = KernelSpec(
+    name="add_mul_act",
+    description="act(x + alpha * y + bias), bias broadcast over rows; act in relu/sigmoid/silu/gelu_tanh",
+    reference=reference.add_mul_act,
+    implementations={"triton": kernel.add_mul_act},
+    tensors=(
+        TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=("normal", "large", "small", "mixed_scales")),
+        TensorArg("y", dims=("*batch", "rows", "cols"), grad=True, values=("normal", "large", "small")),
+        TensorArg("bias", dims=("cols",), grad=True, values=("normal", "small")),
+    ),
+    dims={
+        "*batch": Batch(max_rank=1, cpu_max=2, gpu_max=3),
+        "rows": Dim(cpu_max=9, gpu_max=512),
+        "cols": Dim(cpu_max=160, gpu_max=9000, boundaries=kernel.block_boundaries),
+    },
+    scalars={
+        "alpha": st.sampled_from((1.0, 0.5, -2.0, 0.0)) | st.floats(-4.0, 4.0, allow_nan=False, width=32),
+        "activation": st.sampled_from(kernel.ACTIVATIONS),
+    },
+    bad_scalars={"activation": ["tanh", "RELU"], "alpha": [float("nan"), float("inf")]},
+    error_multiple=2.0,
+    perf=PerfModel(
+        bytes_moved=_forward_bytes,
+        backward_bytes=_backward_bytes,
+        flops=lambda dims, dtype: 12.0 * _elements(dims),
+        shapes=(
+            BenchShape({"rows": 65536, "cols": 512}, "float32", {"alpha": 0.5, "activation": "relu"}, quick=True),
+            BenchShape({"rows": 262144, "cols": 1024}, "float32", {"alpha": 0.5, "activation": "relu"}),
+            BenchShape({"rows": 8192, "cols": 16384}, "bfloat16", {"alpha": 1.0, "activation": "gelu_tanh"}),
+            BenchShape({"rows": 16384, "cols": 4096}, "float16", {"alpha": 1.0, "activation": "silu"}),
+        ),
+    ),
+)

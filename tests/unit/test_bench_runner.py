@@ -1,0 +1,77 @@
+"""The benchmark runner's plumbing, on the CPU: real inputs and calls, a fake clock.
+
+Timing itself needs a GPU; everything around it (cases at benchmark shapes, forward and
+forward+backward calls for every implementation, the re-check, bytes and roofline arithmetic,
+verdicts against a baseline) is exercised here with the timer replaced.
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+import harness.bench.runner as runner
+from harness.bench.roofline import Roofline
+from harness.nightly import judge
+from harness.registry import load_specs
+from harness.spec import BenchShape, PerfModel
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    calls = []
+
+    def fake_time(calls_by_name, device, plan):
+        out = {}
+        for name, call in calls_by_name.items():
+            for i in range(plan.input_sets):
+                call(i)  # really run every implementation on every input set
+            calls.append(name)
+            out[name] = [1.0 + 0.01 * k for k in range(plan.repetitions)] if name != "triton" else [0.5] * plan.repetitions
+        return out
+
+    monkeypatch.setattr(runner, "time_interleaved", fake_time)
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # no inductor build on the CPU runner
+    return calls
+
+
+def _small(spec_name, dims, dtype, scalars=None):
+    spec = load_specs()[spec_name]
+    perf = dataclasses.replace(spec.perf, shapes=(BenchShape(dims, dtype, scalars or {}, quick=True),))
+    return dataclasses.replace(spec, perf=perf)
+
+
+@pytest.mark.parametrize("name, dims, dtype, scalars", [
+    ("softmax", {"rows": 4, "cols": 100}, "float16", {}),
+    ("add_mul_act", {"rows": 5, "cols": 33}, "float32", {"alpha": 0.5, "activation": "silu"}),
+])
+def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims, dtype, scalars):
+    spec = _small(name, dims, dtype, scalars)
+    records = runner.bench_spec(spec, torch.device("cpu"), Roofline(copy_gbps=1000.0, matmul_tflops=100.0),
+                                quick=True, plan=runner.TimingPlan(repetitions=12, input_sets=2))
+    assert {(r["pass"], r["implementation"]) for r in records} == {
+        (p, i) for p in ("forward", "forward_backward") for i in ("triton", "eager", "compile")}
+    for r in records:
+        assert r["median_ms"] > 0 and r["bytes"] > 0 and r["gbps"] == pytest.approx(r["bytes"] / r["median_ms"] / 1e6)
+        assert r["pct_copy_bw"] == pytest.approx(100 * r["gbps"] / 1000.0)
+        assert r["recheck"] == ("n/a" if r["implementation"] in ("eager", "compile") else "passed")
+    triton_fwd = next(r for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
+    assert triton_fwd["speedup_vs_eager"] > 1.9 and triton_fwd["key"].startswith(f"{name}/forward/")
+
+
+def test_recheck_catches_a_kernel_that_skips_work(fake_clock):
+    spec = _small("softmax", {"rows": 3, "cols": 50}, "float32")
+    lazy = dataclasses.replace(spec, implementations={"triton": lambda x: torch.empty_like(x).fill_(0.02)})
+    records = runner.bench_spec(lazy, torch.device("cpu"), None, quick=True,
+                                plan=runner.TimingPlan(repetitions=12, input_sets=1))
+    assert all(r["recheck"].startswith("failed") for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
+
+
+def test_judge_flags_against_baseline_and_says_when_none_or_unreadable():
+    record = {"key": "k", "spec": "s", "implementation": "triton", "median_ms": 1.05,
+              "samples_ms": [1.05 + 0.001 * (i % 5) for i in range(40)]}
+    eager = {**record, "key": "e", "implementation": "eager"}
+    slow = judge([record, eager], {"k": {"samples_ms": [1.0 + 0.001 * (i % 5) for i in range(40)], "median_ms": 1.0}}, None)
+    assert [v["verdict"] for v in slow] == ["regression"], "eager/compile are context, not judged"
+    assert judge([record], {}, None)[0]["verdict"] == "no-baseline"
+    assert judge([record], None, "file.json is corrupt")[0]["verdict"] == "baseline-unreadable"
