@@ -26,8 +26,12 @@ case "$1" in
     echo "perf gate rc=$?" >> "$log"
     ;;
   verify)
-    HARNESS_PROFILE=nightly timeout 540 python3 -m pytest -n 16 -q tests/test_kernels.py tests/test_faults.py >> "$log" 2>&1
+    HARNESS_PROFILE=nightly timeout 220 python3 -m pytest -n 16 -q tests/test_kernels.py tests/test_faults.py >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
+    timeout 110 python3 -m harness nightly --out "$OUT/nightly" --profile ci --max-examples 1 --quick --update-baseline >> "$log" 2>&1
+    echo "nightly rc=$?" >> "$log"
+    rm -f "$OUT/nightly/history.jsonl"
+    mkdir -p "$OUT/baselines" && cp benchmarks/baselines/*.json "$OUT/baselines/" 2>> "$log"
     ;;
 esac
 tail -n 60 "$log"

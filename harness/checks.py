@@ -118,9 +118,9 @@ CALIBRATION_SAMPLES = 2
 
 def _perturbed(t: torch.Tensor, seed: int) -> torch.Tensor:
     """``t`` with each element moved by up to two ulps (relative), rounded back to its dtype."""
-    gen = torch.Generator().manual_seed(7919 + seed)
-    noise = (torch.rand(t.shape, generator=gen, dtype=torch.float64) * 2 - 1) * 2 * torch.finfo(t.dtype).eps
-    return (t.cpu().to(torch.float64) * (1 + noise)).to(t.dtype).to(t.device)
+    gen = torch.Generator(device=t.device).manual_seed(7919 + seed)
+    noise = (torch.rand(t.shape, generator=gen, dtype=torch.float64, device=t.device) * 2 - 1) * 2 * torch.finfo(t.dtype).eps
+    return (t.to(torch.float64) * (1 + noise)).to(t.dtype)
 
 
 def prepare(case: Case, device: torch.device | str) -> Prepared:
