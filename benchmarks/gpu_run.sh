@@ -18,8 +18,8 @@ case "$1" in
   report)
     timeout 380 python3 -m harness nightly --out "$OUT/nightly" --profile ci --max-examples 3 --update-baseline >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
-    rm -f "$OUT/nightly/history.jsonl"
-    mkdir -p "$OUT/baselines" && cp benchmarks/baselines/*.json "$OUT/baselines/" 2>> "$log"
+    rm -f "$OUT/nightly/history.jsonl"  # one line, derivable from results.json; record baselines here with
+    # harness record-baseline OUT/nightly/results.json (the device tool returns no file names with '+')
     timeout 80 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
     echo "ab_gate rc=$?" >> "$log"
     timeout 100 python3 -m pytest -m perf -p no:xdist -q tests/test_perf.py >> "$log" 2>&1
@@ -28,10 +28,11 @@ case "$1" in
   verify)
     HARNESS_PROFILE=nightly timeout 220 python3 -m pytest -n 16 -q tests/test_kernels.py tests/test_faults.py >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
+    # failing cases write repro scripts as they happen: bring them back even when the run is cut off
+    [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     timeout 110 python3 -m harness nightly --out "$OUT/nightly" --profile ci --max-examples 1 --quick --update-baseline >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
     rm -f "$OUT/nightly/history.jsonl"
-    mkdir -p "$OUT/baselines" && cp benchmarks/baselines/*.json "$OUT/baselines/" 2>> "$log"
     ;;
 esac
 tail -n 60 "$log"

@@ -7,6 +7,7 @@
     harness bench [KERNEL ...]           GPU benchmarks vs eager and torch.compile, judged against baselines
     harness nightly --out DIR            deep verification + benchmarks + reports (HTML, Markdown, JUnit, JSON)
     harness report RESULTS... --out DIR  re-render (and merge shards of) stored results
+    harness record-baseline RESULTS      record a stored run's timings as its device's baseline
 """
 
 from __future__ import annotations
@@ -251,6 +252,31 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record_baseline(args: argparse.Namespace) -> int:
+    """Record the timings of a stored results file as the baseline of the device that produced it."""
+    from harness.baseline import BaselineError, BaselineStore
+    from harness.report import ReportError, load_results
+
+    try:
+        results = load_results(args.results)
+    except ReportError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    run = results["run"]
+    if not results["benchmarks"]:
+        console.print(f"[red]error:[/red] {args.results} holds no benchmarks (performance was not measured)")
+        return 2
+    records = {b["key"]: b["samples_ms"] for b in results["benchmarks"]}
+    try:
+        path = BaselineStore(Path(args.baselines)).update(run["device"], run["torch"], run["triton"], records,
+                                                          commit=run.get("commit"), force=args.force)
+    except BaselineError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    console.print(f"recorded {len(records)} baseline(s) from run {run['id']} into {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="verify fused kernels against their references")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -304,6 +330,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-examples", type=int, default=None,
                    help="cap examples per property (when pytest -n auto already ran the deep verification)")
     p.set_defaults(func=cmd_nightly)
+
+    p = sub.add_parser("record-baseline", help="record a stored results file's timings as the baseline")
+    p.add_argument("results", help="a results.json written by harness nightly on a GPU")
+    p.add_argument("--baselines", default="benchmarks/baselines")
+    p.add_argument("--force", action="store_true", help="replace a corrupt baseline file (kept as *.corrupt-<time>)")
+    p.set_defaults(func=cmd_record_baseline)
 
     p = sub.add_parser("report", help="render reports from stored results, merging shards")
     p.add_argument("results", nargs="+", help="results.json files (several shards merge into one report)")
