@@ -70,3 +70,26 @@ def test_harness_new_rejects_bad_names(tmp_path, name):
 
     with pytest.raises(ScaffoldError, match="NAME must be"):
         scaffold(name, tmp_path)
+
+
+RECORDED = ROOT / "benchmarks" / "results" / "2026-11-22-h100" / "results.json"
+
+
+def test_report_rerenders_a_stored_gpu_run(tmp_path):
+    result = _run(["-m", "harness", "report", str(RECORDED), "--out", str(tmp_path)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    html = (tmp_path / "report.html").read_text()
+    assert "NVIDIA H100" in html and "data:image/png;base64," in html
+    assert "passed" in (tmp_path / "summary.md").read_text()
+
+
+def test_record_baseline_from_results_and_refuse_a_corrupt_file(tmp_path):
+    recorded = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path)])
+    assert recorded.returncode == 0 and "recorded 12 baseline(s)" in recorded.stdout
+    (path,) = tmp_path.glob("*.json")
+    path.write_text("{ not json")
+    refused = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path)])
+    assert refused.returncode == 2 and path.name in refused.stdout
+    assert path.read_text() == "{ not json", "a corrupt baseline must not be overwritten without --force"
+    forced = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path), "--force"])
+    assert forced.returncode == 0 and list(tmp_path.glob("*.corrupt-*"))
