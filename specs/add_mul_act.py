@@ -46,6 +46,11 @@ SPEC = KernelSpec(
     },
     bad_scalars={"activation": ["tanh", "RELU"], "alpha": [float("nan"), float("inf")]},
     error_multiple=2.0,
+    # grad_bias sums grad_z over rows; when the sum cancels, each term's legitimate one-ulp error
+    # becomes many ulps of the result, in eager and kernel alike but at different elements. Found
+    # by a seeded CI run: fp32 silu, 2x2, grad_bias 3.8x eager's envelope with every grad_z within
+    # 1.02x. (The envelope cannot see the terms of a reduction; see docs/design-notes.md.)
+    gradient_error_multiple=4.0,
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
