@@ -5,7 +5,17 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
+
+
+def sigmoid(z: torch.Tensor) -> torch.Tensor:
+    """The logistic function, written from exp(-|z|).
+
+    The same values as ``torch.sigmoid``, but its autograd derivative, e / (1 + e)^2, keeps full
+    precision in the tails; ``torch.sigmoid``'s backward, y (1 - y), is exactly 0 in float64 once
+    y rounds to 1 (z > 37), which would make the fp64 oracle's gradient wrong there.
+    """
+    e = torch.exp(-z.abs())
+    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
 
 
 def gelu_tanh(z: torch.Tensor) -> torch.Tensor:
@@ -18,13 +28,13 @@ def gelu_tanh(z: torch.Tensor) -> torch.Tensor:
     cancellation.
     """
     u = math.sqrt(2.0 / math.pi) * (z + 0.044715 * z * z * z)
-    return z * torch.sigmoid(2.0 * u)
+    return z * sigmoid(2.0 * u)
 
 
 ACTIVATIONS = {
     "relu": torch.relu,
-    "sigmoid": torch.sigmoid,
-    "silu": F.silu,
+    "sigmoid": sigmoid,
+    "silu": lambda z: z * sigmoid(z),
     "gelu_tanh": gelu_tanh,
 }
 

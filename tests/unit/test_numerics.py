@@ -101,3 +101,13 @@ def test_calibration_samples_widen_a_lucky_envelope():
     assert not compare("g", kernel, eager, oracle, 2.0).passed
     unlucky = (oracle + 4e-10).float()
     assert compare("g", kernel, eager, oracle, 2.0, calibration=[(unlucky, oracle)]).passed
+
+
+def test_a_kernel_that_avoids_eagers_intermediate_overflow_is_judged_against_the_oracle():
+    z = torch.tensor([1e4, 2.0], dtype=torch.float16)
+    oracle = z.double() * 0.5
+    eager = torch.tensor([float("nan"), 1.0], dtype=torch.float16)  # z*z*z overflowed in fp16
+    assert compare("out", (z.double() * 0.5).half(), eager, oracle, 2.0).passed
+    wrong = torch.tensor([4000.0, 1.0], dtype=torch.float16)
+    assert not compare("out", wrong, eager, oracle, 2.0).passed
+    assert not compare("out", torch.tensor([float("inf"), 1.0], dtype=torch.float16), eager, oracle, 2.0).passed
