@@ -274,6 +274,27 @@ def block_boundaries(limits: TileLimits) -> tuple[int, ...]:
 _INTERPRETING = interpreting()
 
 
+_ROUND_BF16_BY_HAND = tl.constexpr(_INTERPRETING)
+
+
+@triton.jit
+def cast_for_store(v, ptr):
+    """``v`` converted to ``ptr``'s element type, rounded to nearest even, on every backend.
+
+    The interpreter's fp32 -> bf16 cast truncates where a GPU rounds to nearest; a backward pass
+    that starts from a truncated saved output can then miss by far more than an ulp (softmax on
+    a peaked row: a stored 0.99609 instead of 1.0 made one gradient 100x off). Under the
+    interpreter the rounding is therefore done on the bits first, so that the cast is exact; on a
+    GPU this is the plain cast.
+    """
+    if _ROUND_BF16_BY_HAND and ptr.dtype.element_ty == tl.bfloat16:
+        bits = v.to(tl.float32).to(tl.uint32, bitcast=True)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return bits.to(tl.float32, bitcast=True).to(tl.bfloat16)
+    else:
+        return v.to(ptr.dtype.element_ty)
+
+
 def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
     """The GPU limits, or the small interpreter ones when kernels run on the CPU."""
     return interpreter if _INTERPRETING else gpu

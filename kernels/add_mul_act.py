@@ -143,7 +143,7 @@ def _add_mul_act_fwd_kernel(
                 x_inner, x_so, x_si, y_inner, y_so, y_si)
     out = _activate(z, ACT, PRECISE)
     dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-    tl.store(out_ptr + dense, out.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
 @triton.jit
@@ -166,8 +166,8 @@ def _add_mul_act_bwd_kernel(
         g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
         dz = tl.where(mask, g * _activation_slope(z, ACT, PRECISE), 0.0)
         dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        tl.store(gx_ptr + dense, dz.to(gx_ptr.dtype.element_ty), mask=mask)
-        tl.store(gy_ptr + dense, (alpha * dz).to(gy_ptr.dtype.element_ty), mask=mask)
+        tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)
+        tl.store(gy_ptr + dense, _rows.cast_for_store(alpha * dz, gy_ptr), mask=mask)
         acc += dz.to(tl.float64)
     tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 

@@ -98,7 +98,7 @@ def _softmax_fwd_kernel(
         x = tl.load(x_row + cols, mask=mask, other=neg_inf).to(COMPUTE)
         e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE).to(ACC)
         y = e * (1.0 / tl.sum(e, axis=1))[:, None]
-        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_row + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
     else:
         # Online pass: running max m and sum s of exp(x - m). While a row has seen only -inf,
         # rescale against 0 instead of m so that -inf - -inf never makes a NaN out of nothing.
@@ -117,7 +117,7 @@ def _softmax_fwd_kernel(
             mask = row_ok & (start + cols < n_cols)
             x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
             y = _rows.exp(x - m[:, None], PRECISE).to(ACC) * inv
-            tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+            tl.store(y_row + start + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
 
 
 @triton.jit
@@ -143,7 +143,7 @@ def _softmax_bwd_kernel(
         if WIDE:
             c = c / tl.sum(y, axis=1)
         dx = y * dy - y * c[:, None]
-        tl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_row + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
     else:
         dot = tl.zeros([ROWS, BLOCK], ACC)
         total = tl.zeros([ROWS, BLOCK], ACC)
@@ -162,7 +162,7 @@ def _softmax_bwd_kernel(
             mask = row_ok & (start + cols < n_cols)
             y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
             dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)
-            tl.store(dx_row + start + cols, (y * dy - y * c).to(dx_ptr.dtype.element_ty), mask=mask)
+            tl.store(dx_row + start + cols, _rows.cast_for_store(y * dy - y * c, dx_ptr), mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------
