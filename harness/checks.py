@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
+from harness.case import Case, TensorRecipe, dtype_name
 from harness.device import interpreting
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
@@ -431,4 +431,4 @@ def run_check(spec: KernelSpec, fn: Fn, check: str, case: Case, device) -> Check
         return CHECK_FUNCTIONS[check](spec, fn, case, device)
 
 
-__all__ = ["CheckResult", "run_check", "CHECK_FUNCTIONS", "poisoned_allocations", "torch_dtype"]
+__all__ = ["CheckResult", "run_check", "CHECK_FUNCTIONS", "poisoned_allocations"]

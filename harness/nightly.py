@@ -25,15 +25,16 @@ import torch
 from harness import profiles
 from harness.baseline import BaselineError, BaselineStore
 from harness.bench.roofline import measure
-from harness.bench.runner import REFERENCE_IMPLEMENTATIONS, bench_spec, finite_or_none
+from harness.bench.runner import bench_spec
 from harness.bench.timing import TimingPlan
 from harness.compiles import count_compilations
 from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
+from harness.numerics import finite_or_none
 from harness.regression import DEFAULT_RULE, decide
 from harness.results import verify
 from harness.runner import property_runs
-from harness.spec import KernelSpec
+from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec
 
 RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
 DEFAULT_BASELINES = Path("benchmarks/baselines")

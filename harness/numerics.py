@@ -74,18 +74,19 @@ class Comparison:
         return {
             "name": self.name,
             "passed": self.passed,
-            "score": _finite_or_none(self.score),
+            "score": finite_or_none(self.score),
             "multiple": self.multiple,
-            "max_abs_error": _finite_or_none(self.max_abs_error),
-            "max_rel_error": _finite_or_none(self.max_rel_error),
-            "eager_max_abs_error": _finite_or_none(self.eager_max_abs_error),
+            "max_abs_error": finite_or_none(self.max_abs_error),
+            "max_rel_error": finite_or_none(self.max_rel_error),
+            "eager_max_abs_error": finite_or_none(self.eager_max_abs_error),
             "worst_index": list(self.worst_index) if self.worst_index is not None else None,
             "problem": self.problem,
         }
 
 
-def _finite_or_none(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+def finite_or_none(x: float | None) -> float | None:
+    """JSON has no NaN or infinity: those become null."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def _index(flat: int, shape: torch.Size) -> tuple[int, ...]:

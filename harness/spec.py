@@ -25,6 +25,8 @@ INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES
 CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "gradcheck", "contract")
 BATCH = "*batch"  # a dims entry that expands to zero or more leading batch dimensions
+# The reference's own timings, beside a spec's implementations (reports list them in this order).
+REFERENCE_IMPLEMENTATIONS = ("compile", "eager")
 
 
 class SpecError(ValueError):
@@ -243,7 +245,7 @@ def _validate(spec: KernelSpec) -> None:
     for impl_name in spec.implementations:
         if not isinstance(impl_name, str) or not impl_name.isidentifier():
             fail("implementations", f"implementation names must be identifiers, got {impl_name!r}")
-        if impl_name in ("eager", "compile"):
+        if impl_name in REFERENCE_IMPLEMENTATIONS:
             fail("implementations", f"{impl_name!r} is reserved for the reference's own timings")
     if not spec.tensors:
         fail("tensors", "a kernel needs at least one tensor argument")

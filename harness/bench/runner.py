@@ -9,7 +9,6 @@ kernel that skips work cannot win. Results are plain dicts in the results-file s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +20,9 @@ from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.layouts import Layout
 from harness.runner import skip_reason
-from harness.spec import BATCH, BenchShape, KernelSpec
+from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec
 
 PASSES = ("forward", "forward_backward")
-REFERENCE_IMPLEMENTATIONS = ("eager", "compile")
 
 
 def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str) -> str:
@@ -140,6 +138,3 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                 })
     return records
 
-
-def finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

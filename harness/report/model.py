@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.io import atomic_write_text
+from harness.spec import REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
 VERSION = 1
@@ -379,7 +380,6 @@ def append_history(path: str | os.PathLike, entry: Mapping) -> None:
 
 # --- helpers shared by the renderers ------------------------------------------------------------------
 
-REFERENCE_IMPLEMENTATIONS = ("compile", "eager")  # the baselines speed-ups are measured against
 
 
 def failures(results: Mapping) -> list[dict]:
