@@ -41,12 +41,15 @@ class Dim:
     milliseconds; ``gpu_max`` on a real device. ``boundaries`` lists sizes where the kernel's tiling
     changes (its block sizes): the generator draws them and their neighbours. It may be a callable,
     evaluated when cases are generated, because block sizes depend on the backend.
+    ``choices``, when given, are the only sizes the kernel supports (an attention head dimension of
+    16, 32, 64 or 128): sizes are drawn from those within the backend's bound, nothing else.
     """
 
     cpu_max: int = 16
     gpu_max: int = 1024
     min: int = 1
     boundaries: Sequence[int] | Callable[[], Sequence[int]] = ()
+    choices: Sequence[int] = ()
 
     def resolved_boundaries(self) -> tuple[int, ...]:
         values = self.boundaries() if callable(self.boundaries) else self.boundaries
@@ -283,6 +286,11 @@ def _validate(spec: KernelSpec) -> None:
         elif isinstance(dim, Dim):
             if not (1 <= dim.min <= dim.cpu_max and dim.min <= dim.gpu_max):
                 fail(f"dims[{dim_name!r}]", f"need 1 <= min <= cpu_max and min <= gpu_max, got {dim}")
+            if dim.choices:
+                if any(isinstance(c, bool) or not isinstance(c, int) or c < dim.min for c in dim.choices):
+                    fail(f"dims[{dim_name!r}].choices", f"must be integers >= min ({dim.min}), got {tuple(dim.choices)}")
+                if not any(c <= dim.cpu_max for c in dim.choices) or not any(c <= dim.gpu_max for c in dim.choices):
+                    fail(f"dims[{dim_name!r}].choices", f"need at least one choice <= cpu_max and one <= gpu_max, got {tuple(dim.choices)}")
         else:
             fail(f"dims[{dim_name!r}]", f"must be Dim or Batch, got {type(dim).__name__}")
     for scalar_name, strategy in spec.scalars.items():

@@ -21,6 +21,8 @@ _PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191
 def interesting_sizes(dim: Dim, on_gpu: bool) -> list[int]:
     """The sizes a kernel most often gets wrong, within the dim's range, smallest first."""
     hi = dim.gpu_max if on_gpu else dim.cpu_max
+    if dim.choices:
+        return sorted({c for c in dim.choices if dim.min <= c <= hi})
     special = {1} | set(_PRIMES)
     power = 1
     while power <= 2 * hi:
@@ -31,9 +33,34 @@ def interesting_sizes(dim: Dim, on_gpu: bool) -> list[int]:
     return sorted(s for s in special if dim.min <= s <= hi)
 
 
+# On a GPU every new size can cost a Triton compilation (about a second): a kernel is specialised on
+# each integer argument being 1, divisible by 16, or neither, and on its block sizes. So GPU sizes
+# come from a fixed menu: the interesting sizes plus a geometric grid between them (ratio 1.3, each
+# point moved to the nearest odd number so the grid itself does not favour aligned sizes). The
+# number of compiled variants is then bounded whatever the profile's number of examples; the CPU
+# interpreter compiles nothing and draws any integer.
+_GRID_RATIO = 1.3
+
+
+def bucketed_sizes(dim: Dim) -> list[int]:
+    """The GPU's menu of sizes for ``dim``: interesting sizes and a geometric grid, bounded."""
+    menu = set(interesting_sizes(dim, on_gpu=True))
+    if dim.choices:
+        return sorted(menu)
+    value = float(max(dim.min, 2))
+    while value <= dim.gpu_max:
+        menu.add(int(value) | 1 if int(value) | 1 <= dim.gpu_max else int(value))
+        value *= _GRID_RATIO
+    return sorted(s for s in menu if dim.min <= s <= dim.gpu_max)
+
+
 def sizes(dim: Dim, on_gpu: bool) -> st.SearchStrategy[int]:
-    hi = dim.gpu_max if on_gpu else dim.cpu_max
-    return st.one_of(st.sampled_from(interesting_sizes(dim, on_gpu)), st.integers(dim.min, hi))
+    special = st.sampled_from(interesting_sizes(dim, on_gpu))
+    if dim.choices:
+        return special
+    if on_gpu:
+        return st.one_of(special, st.sampled_from(bucketed_sizes(dim)))
+    return st.one_of(special, st.integers(dim.min, dim.cpu_max))
 
 
 def batch_sizes(batch: Batch, on_gpu: bool) -> st.SearchStrategy[list[int]]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from harness.case import TensorRecipe
 from harness.layouts import GUARD_ELEMENTS, LAYOUT_CLASSES, Layout, place
 from harness.spec import Dim
-from harness.strategies import interesting_sizes, layouts, sizes
+from harness.strategies import bucketed_sizes, interesting_sizes, layouts, sizes
 from harness.values import generate_values
 
 
@@ -100,6 +100,33 @@ def test_sizes_stay_within_the_backend_range():
         assert 1 <= n <= 10
 
     within()
+
+
+def test_gpu_sizes_come_from_a_bounded_menu():
+    """A GPU property run draws from a fixed menu (bounded Triton compilations), wide yet small."""
+    dim = Dim(cpu_max=10, gpu_max=9000, boundaries=(1024,))
+    menu = bucketed_sizes(dim)
+    assert {1, 1023, 1024, 1025, 8191} <= set(menu) and max(menu) <= 9000 and len(menu) < 80
+    assert any(n % 2 == 1 and n not in interesting_sizes(dim, on_gpu=True) for n in menu)  # grid points
+
+    @settings(max_examples=300, derandomize=True, database=None)
+    @given(sizes(dim, on_gpu=True))
+    def on_the_menu(n):
+        assert n in menu
+
+    on_the_menu()
+
+
+def test_choices_are_the_only_sizes_drawn():
+    dim = Dim(cpu_max=64, gpu_max=128, choices=(16, 32, 64, 128))
+    assert interesting_sizes(dim, on_gpu=False) == [16, 32, 64]
+
+    @settings(max_examples=100, derandomize=True, database=None)
+    @given(sizes(dim, on_gpu=False), sizes(dim, on_gpu=True))
+    def chosen(cpu, gpu):
+        assert cpu in (16, 32, 64) and gpu in (16, 32, 64, 128)
+
+    chosen()
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,8 @@ def test_a_well_formed_spec_builds():
         ({"tensors": (TensorArg("ids", dims=("n",), dtype="int64", grad=True),)}, "cannot take gradients"),
         ({"dims": {"*batch": Batch(), "n": Dim(min=0)}}, "dims['n']"),
         ({"dims": {"*batch": Batch(), "n": 4}}, "dims['n']"),
+        ({"dims": {"*batch": Batch(), "n": Dim(choices=(0, 4))}}, "dims['n'].choices"),
+        ({"dims": {"*batch": Batch(), "n": Dim(cpu_max=8, choices=(16, 32))}}, "dims['n'].choices"),
         ({"scalars": {"alpha": 0.5}}, "scalars['alpha']"),
         ({"dtypes": ("float8",)}, "dtypes"),
         ({"dtypes": ("float64",)}, "float64 alone"),
