@@ -8,14 +8,21 @@ import torch
 
 
 def sigmoid(z: torch.Tensor) -> torch.Tensor:
-    """The logistic function, written from exp(-|z|).
+    """The logistic function, evaluated on the branch where exp cannot overflow.
 
-    The same values as ``torch.sigmoid``, but its autograd derivative, e / (1 + e)^2, keeps full
-    precision in the tails; ``torch.sigmoid``'s backward, y (1 - y), is exactly 0 in float64 once
-    y rounds to 1 (z > 37), which would make the fp64 oracle's gradient wrong there.
+    The same values as ``torch.sigmoid``, but its autograd derivative keeps full precision in the
+    tails: ``torch.sigmoid``'s backward, y (1 - y), is exactly 0 in float64 once y rounds to 1
+    (z > 37), which would make the fp64 oracle's gradient wrong there. Each branch gets only the
+    arguments it is meant for (0 elsewhere), so the branch ``torch.where`` drops can neither
+    overflow nor send a 0 * inf = NaN into the gradient. (An earlier form, built on exp(-|z|),
+    had the right values but a zero derivative at z = 0, where d|z|/dz is taken as 0: the fp64
+    oracle said 0 where the true slope is 1/4. A GPU nightly run caught it as a kernel failure.)
     """
-    e = torch.exp(-z.abs())
-    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+    positive = z >= 0
+    zero = torch.zeros_like(z)
+    z_pos = torch.where(positive, z, zero)
+    e_neg = torch.exp(torch.where(positive, zero, z))
+    return torch.where(positive, 1 / (1 + torch.exp(-z_pos)), e_neg / (1 + e_neg))
 
 
 def gelu_tanh(z: torch.Tensor) -> torch.Tensor:
