@@ -111,3 +111,35 @@ def test_a_kernel_that_avoids_eagers_intermediate_overflow_is_judged_against_the
     wrong = torch.tensor([4000.0, 1.0], dtype=torch.float16)
     assert not compare("out", wrong, eager, oracle, 2.0).passed
     assert not compare("out", torch.tensor([float("inf"), 1.0], dtype=torch.float16), eager, oracle, 2.0).passed
+
+
+def _tail_rows():
+    """An elementwise op in its ill-conditioned tail: exp of an argument near -30, where a last-ulp
+    rounding of the argument moves the result by ~30 ulps. Returns (oracle, sample_oracle, eager,
+    argument rounding as the kernel does it)."""
+    gen = torch.Generator().manual_seed(0)
+    arg = -30 + torch.rand(4, 64, generator=gen, dtype=torch.float64)
+    oracle = arg.exp()
+    moved = arg * (1 + 2 * torch.finfo(torch.float32).eps)  # a calibration sample's input move
+    return oracle, moved.exp(), arg
+
+
+def test_condition_sized_errors_pass_where_eager_makes_them_too():
+    oracle, sample_oracle, arg = _tail_rows()
+    eps32 = torch.finfo(torch.float32).eps
+    # eager rounds the argument to fp32 before exp; the kernel rounds a slightly different
+    # intermediate (another order of operations): half an ulp of the argument each, at other elements.
+    eager = arg.float().double().exp().float()
+    kernel = (arg * (1 + 0.3 * eps32)).float().double().exp().float()
+    plain = compare("out", kernel, eager, oracle, 2.0)
+    conditioned = compare("out", kernel, eager, oracle, 2.0, calibration=[(sample_oracle.float(), sample_oracle)])
+    assert conditioned.passed and conditioned.score < plain.score
+
+
+def test_condition_term_gives_nothing_where_eager_is_exact():
+    oracle, sample_oracle, arg = _tail_rows()
+    eps32 = torch.finfo(torch.float32).eps
+    eager = oracle.float()  # eager computes the tail exactly (one rounding)
+    sloppy = (arg * (1 + 8 * eps32)).exp().float()  # an argument off by 8 ulps: ~240 ulps out
+    result = compare("out", sloppy, eager, oracle, 2.0, calibration=[(sample_oracle.float(), sample_oracle)])
+    assert not result.passed and result.score > 50
