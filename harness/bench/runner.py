@@ -88,6 +88,20 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
     return {name: make(fn) for name, fn in fns.items()}
 
 
+SAME_SIZE_COPY = "same-size copy"
+
+
+def same_size_copy(nbytes: float, device: torch.device) -> Callable[[int], object]:
+    """A device-to-device copy moving ``nbytes`` in all (half read, half written), to time beside a
+    case: what the memory system gives at this size. Small tensors cannot reach the bandwidth the
+    roofline is measured at (a 1 GiB copy): launch, ramp-up and the last wave's tail weigh more,
+    so "% of same-size copy" says how far a kernel is from what its size allows."""
+    half = max(int(nbytes) // 2, 1)
+    src = torch.empty(half, dtype=torch.uint8, device=device).fill_(1)
+    dst = torch.empty_like(src)
+    return lambda i: dst.copy_(src)
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
@@ -107,12 +121,15 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
             if on_case:
                 on_case(f"{spec.name} {pass_} {dict(shape.dims)} {shape.dtype}")
             cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
-            samples = time_interleaved(timed_calls(spec, fns, cases, device, pass_), device, plan)
             nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
             flops = spec.perf.flops(shape.dims, shape.dtype)
             if pass_ == "forward_backward":
                 nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
                 flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
+            calls = timed_calls(spec, fns, cases, device, pass_)
+            calls[SAME_SIZE_COPY] = same_size_copy(nbytes, device)
+            samples = time_interleaved(calls, device, plan)
+            copy_ms = median(samples.pop(SAME_SIZE_COPY))
             medians = {n: median(s) for n, s in samples.items()}
             for name, times in samples.items():
                 recheck = "n/a"
@@ -130,6 +147,8 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                     "samples_ms": times, "median_ms": medians[name], "iqr_ms": iqr(times),
                     "bytes": nbytes, "flops": flops, "gbps": gbps,
                     "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
+                    "copy_same_size_ms": copy_ms,
+                    "pct_same_size_copy": 100 * copy_ms / medians[name] if nbytes and medians[name] > 0 else None,
                     "tflops": tflops,
                     "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
                     "speedup_vs_eager": _ratio(medians.get("eager"), medians[name]),

@@ -269,6 +269,7 @@ def _speedups(results: Mapping) -> list[dict]:
                 "vs_compile_class": _speedup_class(b["speedup_vs_compile"]),
                 "gbps": format_number(b["gbps"]),
                 "pct_copy": format_number(b["pct_copy_bw"], 3, "%"),
+                "pct_same_size_copy": format_number(b.get("pct_same_size_copy"), 3, "%"),
                 "tflops": format_number(b["tflops"]) if has_flops else "—",
                 "pct_matmul": format_number(b["pct_matmul"], 3, "%") if has_flops else "—",
                 "recheck": b["recheck"],

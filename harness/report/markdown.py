@@ -115,14 +115,14 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         rows = [
             (case["spec"], case["shape"], case["dtype"], case["pass"], b["implementation"],
              format_number(b["median_ms"]), _speedup(b["speedup_vs_eager"]), _speedup(b["speedup_vs_compile"]),
-             format_number(b["pct_copy_bw"], 3, "%"))
+             format_number(b["pct_copy_bw"], 3, "%"), format_number(b.get("pct_same_size_copy"), 3, "%"))
             for case, benches in benchmark_groups(results)
             for b in benches if b["implementation"] not in REFERENCE_IMPLEMENTATIONS
         ]
         if rows:
             lines += ["", "### Speed-ups", ""]
             lines += _table(("Kernel", "Shape", "dtype", "Pass", "Implementation", "Median ms", "vs eager",
-                             "vs compile", "% copy BW"), rows, MAX_SPEEDUPS, "benchmarks")
+                             "vs compile", "% copy BW", "% same-size copy"), rows, MAX_SPEEDUPS, "benchmarks")
     return "\n".join(lines) + "\n"
 
 

@@ -52,6 +52,8 @@ _BENCHMARK = {"key": str, "spec": str, "shape": dict, "dtype": str, "scalars": d
               "implementation": str, "samples_ms": list, "median_ms": _NUM, "iqr_ms": _NUM, "bytes": _NUM,
               "flops": _NUM, "gbps": _OPT_NUM, "pct_copy_bw": _OPT_NUM, "tflops": _OPT_NUM, "pct_matmul": _OPT_NUM,
               "speedup_vs_eager": _OPT_NUM, "speedup_vs_compile": _OPT_NUM, "recheck": RECHECKS}
+# Added within version 1: absent from older files, checked when present.
+_BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM}
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
@@ -93,14 +95,15 @@ def _type_problem(value: Any, expected: Any) -> str | None:
     return None if isinstance(value, expected) else f"is {value!r:.60}, expected {names[expected]}"
 
 
-def _check_record(record: Any, fields: Mapping[str, Any], where: str, problems: list[str]) -> None:
+def _check_record(record: Any, fields: Mapping[str, Any], where: str, problems: list[str],
+                  optional: Mapping[str, Any] = {}) -> None:  # noqa: B006 - read only
     if not isinstance(record, dict):
         problems.append(f"{where} is {record!r:.60}, expected an object")
         return
     missing = [k for k in fields if k not in record]
     if missing:
         problems.append(f"{where}: missing key(s) {', '.join(map(repr, missing))}")
-    for key, expected in fields.items():
+    for key, expected in {**fields, **optional}.items():
         if key in record:
             problem = _type_problem(record[key], expected)
             if problem:
@@ -128,7 +131,8 @@ def validate_results(data: Any, source: str = "<results>") -> dict:
     for name, fields in (("verification", _OUTCOME), ("benchmarks", _BENCHMARK), ("regressions", _REGRESSION)):
         if isinstance(data.get(name), list):
             for i, record in enumerate(data[name]):
-                _check_record(record, fields, f"{name}[{i}]", problems)
+                _check_record(record, fields, f"{name}[{i}]", problems,
+                              _BENCHMARK_OPTIONAL if name == "benchmarks" else {})
     if isinstance(data.get("verification_cost"), dict):
         for spec, cost in data["verification_cost"].items():
             _check_record(cost, {"seconds": _NUM, "compilations": _OPT_INT}, f"verification_cost[{spec!r}]", problems)

@@ -49,11 +49,15 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
     spec = _small(name, dims, dtype, scalars)
     records = runner.bench_spec(spec, torch.device("cpu"), Roofline(copy_gbps=1000.0, matmul_tflops=100.0),
                                 quick=True, plan=runner.TimingPlan(repetitions=12, input_sets=2))
+    assert runner.SAME_SIZE_COPY in fake_clock  # timed, and not reported as an implementation
     assert {(r["pass"], r["implementation"]) for r in records} == {
         (p, i) for p in ("forward", "forward_backward") for i in ("triton", "eager", "compile")}
     for r in records:
         assert r["median_ms"] > 0 and r["bytes"] > 0 and r["gbps"] == pytest.approx(r["bytes"] / r["median_ms"] / 1e6)
         assert r["pct_copy_bw"] == pytest.approx(100 * r["gbps"] / 1000.0)
+        # the same-size copy is timed beside the implementations (fake clock: ~1.055 ms median)
+        assert r["copy_same_size_ms"] == pytest.approx(1.055)
+        assert r["pct_same_size_copy"] == pytest.approx(100 * r["copy_same_size_ms"] / r["median_ms"])
         assert r["recheck"] == ("n/a" if r["implementation"] in ("eager", "compile") else "passed")
     triton_fwd = next(r for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
     assert triton_fwd["speedup_vs_eager"] > 1.9 and triton_fwd["key"].startswith(f"{name}/forward/")
