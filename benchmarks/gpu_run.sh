@@ -1,38 +1,65 @@
 #!/usr/bin/env bash
-# What this project runs on a GPU, in few calls (the device machine has torch, triton, hypothesis,
-# pytest, xdist, jinja2, matplotlib and scipy, and no network). Writes under $OUT (default ./out).
-#   bash benchmarks/gpu_run.sh report   nightly job (benchmarks, baselines, reports), A/B gate, perf gate
-#   bash benchmarks/gpu_run.sh verify   pytest -n auto with the nightly profile, faults included
+# What this project runs on a GPU machine, in few calls. The machine needs torch, triton,
+# hypothesis, pytest, pytest-xdist, jinja2, matplotlib (and scipy); no network. Writes under $OUT
+# (default ./out), one log per mode.
+#
+#   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n 16 with the nightly profile, faults included
+#   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification, the
+#                                                     full benchmark sweep, baselines) into $OUT/NAME
+#   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
+#   bash benchmarks/gpu_run.sh tune                   the softmax tiling sweep
+#   bash benchmarks/gpu_run.sh spread                 pytest -n 4 (ci profile) on every visible GPU: the
+#                                                     log's device summary shows the workers' spread
+# Time limits per step keep each call inside the device's 10-minute command limit: override with
+# STEP_TIMEOUT. Failing cases write repro scripts to .harness/repros; verify brings them back as
+# $OUT/repros.tgz even when the run is cut off.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
-log="$OUT/log_$1.txt"
+mode=$1
+shift
+log="$OUT/log_$mode${1:+_$1}.txt"
 {
   nvidia-smi -L
   python3 -c "import torch, triton, sys; print('torch', torch.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
   date -u
 } > "$log" 2>&1
-case "$1" in
-  report)
-    timeout 380 python3 -m harness nightly --out "$OUT/nightly" --profile ci --max-examples 3 --update-baseline >> "$log" 2>&1
+case "$mode" in
+  verify)
+    HARNESS_PROFILE=nightly timeout "${STEP_TIMEOUT:-540}" python3 -m pytest -n 16 -q -p no:cacheprovider -p no:benchmark \
+      --durations=20 tests/test_kernels.py tests/test_faults.py "$@" >> "$log" 2>&1
+    echo "pytest rc=$?" >> "$log"
+    [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
+    ;;
+  bench)
+    name=$1
+    shift
+    timeout "${STEP_TIMEOUT:-540}" python3 -m harness nightly --out "$OUT/$name" --profile ci --max-examples 2 \
+      --update-baseline --shard "$name" "$@" >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
-    rm -f "$OUT/nightly/history.jsonl"  # one line, derivable from results.json; record baselines here with
-    # harness record-baseline OUT/nightly/results.json (the device tool returns no file names with '+')
-    timeout 80 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
+    # the device tool returns no file names with '+': record baselines from results.json with
+    # harness record-baseline OUT/NAME/results.json; the history has one line, derivable from it
+    rm -f "$OUT/$name/history.jsonl"
+    ;;
+  gate)
+    timeout 100 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
     echo "ab_gate rc=$?" >> "$log"
-    timeout 100 python3 -m pytest -m perf -p no:xdist -q tests/test_perf.py >> "$log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -m perf -p no:xdist -p no:benchmark -q tests/test_perf.py >> "$log" 2>&1
     echo "perf gate rc=$?" >> "$log"
     ;;
-  verify)
-    HARNESS_PROFILE=nightly timeout 220 python3 -m pytest -n 16 -q tests/test_kernels.py tests/test_faults.py >> "$log" 2>&1
+  tune)
+    timeout "${STEP_TIMEOUT:-300}" python3 benchmarks/tune_softmax.py "$OUT/tune_softmax.json" >> "$log" 2>&1
+    echo "tune rc=$?" >> "$log"
+    ;;
+  spread)
+    timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -n 4 -q -p no:cacheprovider -p no:benchmark tests/test_kernels.py "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
-    # failing cases write repro scripts as they happen: bring them back even when the run is cut off
-    [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
-    timeout 110 python3 -m harness nightly --out "$OUT/nightly" --profile ci --max-examples 1 --quick --update-baseline >> "$log" 2>&1
-    echo "nightly rc=$?" >> "$log"
-    rm -f "$OUT/nightly/history.jsonl"
+    ;;
+  *)
+    echo "unknown mode $mode (verify, bench, gate, tune, spread)" >&2
+    exit 2
     ;;
 esac
-tail -n 60 "$log"
+tail -n 40 "$log"
