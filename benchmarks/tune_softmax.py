@@ -20,8 +20,9 @@ from kernels import _rows
 
 SHAPES = ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16), (32768, 128, torch.float32),
           (4096, 32768, torch.float32), (16384, 4096, torch.float16))
-TARGET_ELEMS = (1024, 2048, 4096, 8192, 16384)
-THREAD_BYTES = (16, 32, 64)
+TARGET_ELEMS = (128, 256, 512, 1024, 2048, 4096)
+THREAD_BYTES = (16, 32, 64, 128)
+MAX_BLOCKS = (16384, 32768)  # 32768: a 32K-element row held in registers instead of two passes
 
 
 def main(path: str) -> None:
@@ -40,13 +41,13 @@ def main(path: str) -> None:
             "compile_fwd": lambda i: compiled(xs[i]),
         }
         configs = {}
-        for target, thread_bytes in itertools.product(TARGET_ELEMS, THREAD_BYTES):
-            limits = base._replace(target_elems=target, thread_bytes=thread_bytes)
+        for target, thread_bytes, max_block in itertools.product(TARGET_ELEMS, THREAD_BYTES, MAX_BLOCKS):
+            limits = base._replace(target_elems=target, thread_bytes=thread_bytes, max_block=max_block)
             tile = _rows.row_tile(cols, dtype.itemsize, limits)
-            label = f"t{target}_b{thread_bytes}"
-            if (tile.rows, tile.num_warps) in configs.values():
+            label = f"t{target}_b{thread_bytes}_m{max_block}"
+            if (tile.rows, tile.num_warps, tile.block, tile.col_blocks) in configs.values():
                 continue  # same launch as a config already listed
-            configs[label] = (tile.rows, tile.num_warps)
+            configs[label] = (tile.rows, tile.num_warps, tile.block, tile.col_blocks)
 
             def fwd(i, limits=limits):
                 softmax._GPU_LIMITS = limits
