@@ -128,16 +128,27 @@ def prepare(case: Case, device: torch.device | str) -> Prepared:
 
 
 def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dtype: str,
-                     calibration: list[tuple[tuple, tuple]]) -> list[Comparison]:
-    """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples."""
+                     calibration: list[tuple[tuple, tuple]], terms: tuple = ()) -> list[Comparison]:
+    """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples
+    (and floored at an ulp of output k's term magnitudes, where the spec gives them)."""
     multiple = spec.multiple_for(dtype, interpreting())
     if len(got) != len(eager):
         return [Comparison("outputs", False, math.inf, multiple,
                            problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
+    terms = tuple(terms) + (None,) * (len(eager) - len(terms))
     return [
-        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None])
+        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k])
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
+
+
+def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
+    """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none)."""
+    if spec.term_magnitudes is None:
+        return ()
+    with torch.no_grad():
+        out = spec.term_magnitudes(**prepared.copies(torch.float64))
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def _output_names(spec: KernelSpec, count: int) -> list[str]:
@@ -159,7 +170,8 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
          as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
         for s in range(CALIBRATION_SAMPLES)
     ]
-    comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration)
+    comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration,
+                                   term_magnitudes(spec, prepared))
     return CheckResult("forward", all(c.passed for c in comparisons), comparisons)
 
 
@@ -208,6 +220,14 @@ def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs:
     return torch.autograd.grad(outs, leaves, grad_outs[: len(outs)], allow_unused=True)
 
 
+def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
+    """The spec's term magnitudes of each gradient, in fp64 ({} if it gives none)."""
+    if spec.gradient_term_magnitudes is None:
+        return {}
+    outs = [g.detach().to(torch.float64) for g in grad_outputs]
+    return dict(spec.gradient_term_magnitudes(**prepared.copies(torch.float64), grad_outputs=outs))
+
+
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Gradients within budget vs fp64 autograd through the reference, for contiguous and the case's
     grad_output layout; grad_output and the inputs must come out unchanged."""
@@ -236,6 +256,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         eager, oracle = reference_grads(), reference_grads(torch.float64)
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
         multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
+        terms = gradient_term_magnitudes(spec, prepared, grad_outs)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {layout})"
             if e is None:
@@ -244,7 +265,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 problems.append(f"{label}: the kernel returned no gradient")
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
-            comparisons.append(compare(label, g, e, o, multiple, samples))
+            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name)))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 
@@ -428,6 +449,10 @@ def run_check(spec: KernelSpec, fn: Fn, check: str, case: Case, device) -> Check
     device = torch.device(device)
     ctx = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
     with ctx:
+        if spec.random is not None:  # random kernels: mask replay and the dropout check
+            from harness.random_checks import run_random_check  # it builds on this module
+
+            return run_random_check(spec, fn, check, case, device)
         return CHECK_FUNCTIONS[check](spec, fn, case, device)
 
 

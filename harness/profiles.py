@@ -13,17 +13,21 @@ from hypothesis import HealthCheck, Phase, settings
 
 PROFILES = ("ci", "dev", "nightly")
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+# Every phase but ``explain``: it traces each executed line (sys.settrace) to explain a failure,
+# which under Triton's interpreter, where a kernel runs as Python, turns seconds into tens of
+# minutes; the harness's own report (case, error statistics, repro) says what went wrong.
+_PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 
 settings.register_profile(
     "ci", max_examples=8, derandomize=True, deadline=None, database=None, print_blob=True,
-    suppress_health_check=_SLOW_OK,
+    suppress_health_check=_SLOW_OK, phases=_PHASES,
 )
 settings.register_profile(
-    "dev", max_examples=30, deadline=None, print_blob=True, suppress_health_check=_SLOW_OK,
+    "dev", max_examples=30, deadline=None, print_blob=True, suppress_health_check=_SLOW_OK, phases=_PHASES,
 )
 settings.register_profile(
     "nightly", max_examples=150, deadline=None, print_blob=True, database=None,
-    suppress_health_check=_SLOW_OK, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    suppress_health_check=_SLOW_OK, phases=_PHASES,
 )
 
 

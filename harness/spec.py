@@ -23,7 +23,7 @@ from harness.values import known_value_kinds
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 INT_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES
-CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "gradcheck", "contract")
+CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "gradcheck", "contract", "dropout")
 BATCH = "*batch"  # a dims entry that expands to zero or more leading batch dimensions
 # The reference's own timings, beside a spec's implementations (reports list them in this order).
 REFERENCE_IMPLEMENTATIONS = ("compile", "eager")
@@ -149,6 +149,40 @@ class PerfModel:
     backward_bytes: Callable[[Mapping[str, int], str], float] | None = None
     backward_flops: Callable[[Mapping[str, int], str], float] | None = None
     shapes: tuple[BenchShape, ...] = ()
+    # Other libraries' implementations of the op, timed beside eager and torch.compile as the bar a
+    # kernel must clear (torch's scaled_dot_product_attention for attention). Called like the
+    # reference; the harness neither verifies nor gates them: they are context, like eager.
+    peers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+
+def is_context(record: Mapping[str, Any]) -> bool:
+    """Whether a benchmark record times the reference (eager, compile) or a peer library: context
+    for the kernels under test, never re-checked or gated."""
+    return record["implementation"] in REFERENCE_IMPLEMENTATIONS or bool(record.get("peer"))
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """A kernel that draws random numbers from a seed (dropout): what ``harness.random_checks`` needs.
+
+    ``seed`` and ``p`` name the scalars holding the seed and the drop probability. Called with the
+    scalars ``mask_scalars`` (e.g. ``{"return_mask": True}``), an implementation returns its
+    keep-mask as its last output (True or 1 = kept, the shape of the dropped tensor). The
+    reference takes a keep-mask through its keyword argument ``reference_mask`` and then applies
+    that mask instead of drawing one, so the kernel's own mask can be replayed into it. A spec with
+    a ``random`` entry gets the ``dropout`` check, and its forward, backward and unwritten checks
+    compare against the reference with the kernel's mask replayed.
+    """
+
+    seed: str
+    p: str
+    mask_scalars: Mapping[str, Any] = field(default_factory=dict)
+    reference_mask: str = "mask"
+
+
+# A scalar argument's Hypothesis strategy, or a callable taking the case's drawn sizes (dim name ->
+# size; '*batch' -> list of sizes) and returning the strategy.
+ScalarStrategy = st.SearchStrategy[Any] | Callable[[Mapping[str, Any]], st.SearchStrategy[Any]]
 
 
 def _wrap_implementation(value: Any) -> Implementation:
@@ -168,7 +202,9 @@ class KernelSpec:
     implementations: Mapping[str, Implementation | Callable[..., Any]]
     tensors: tuple[TensorArg, ...]
     dims: Mapping[str, Dim | Batch]
-    scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
+    # A scalar's strategy, or a function of the case's drawn sizes returning one (a per-table
+    # cardinality list needs the number of tables and the rows per table): ``ScalarStrategy``.
+    scalars: Mapping[str, ScalarStrategy] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
     error_multiple: float | Mapping[str, float] = 2.0
     gradient_error_multiple: float | Mapping[str, float] | None = None
@@ -180,6 +216,16 @@ class KernelSpec:
     requires_cuda: bool = False
     known_failures: tuple[KnownFailure, ...] = ()
     description: str = ""
+    random: RandomSpec | None = None
+    # Optional: called like the reference, with the fp64 inputs, returns per output a tensor of
+    # the sum of |terms| each element is summed from (or None): the scale at which a reordered
+    # sum legitimately differs. The forward envelope never drops below one ulp of it (see
+    # harness.numerics). For outputs that cancel, e.g. attention's softmax(qk) @ v.
+    term_magnitudes: Callable[..., Any] | None = None
+    # Optional, the same for gradients: called like the reference with the fp64 inputs and
+    # ``grad_outputs`` (fp64), returns {input name: sum of |terms| of each gradient element}. For
+    # gradients that are sums over many contributions, e.g. an embedding's scatter-add.
+    gradient_term_magnitudes: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -223,6 +269,8 @@ class KernelSpec:
             out.insert(1, "backward")
         if self.deterministic:
             out.append("determinism")
+        if self.random is not None:
+            out.append("dropout")
         if self.grad_inputs and "float64" in self.dtypes:
             out.append("gradcheck")
         out.append("contract")
@@ -294,8 +342,8 @@ def _validate(spec: KernelSpec) -> None:
         else:
             fail(f"dims[{dim_name!r}]", f"must be Dim or Batch, got {type(dim).__name__}")
     for scalar_name, strategy in spec.scalars.items():
-        if not isinstance(strategy, st.SearchStrategy):
-            fail(f"scalars[{scalar_name!r}]", f"must be a hypothesis strategy, got {type(strategy).__name__}")
+        if not isinstance(strategy, st.SearchStrategy) and not callable(strategy):
+            fail(f"scalars[{scalar_name!r}]", f"must be a hypothesis strategy or a function of the dims returning one, got {type(strategy).__name__}")
     if not spec.dtypes or any(d not in FLOAT_DTYPES for d in spec.dtypes):
         fail("dtypes", f"must be a non-empty subset of {FLOAT_DTYPES}, got {spec.dtypes}")
     if not [d for d in spec.dtypes if d != "float64"]:
@@ -322,9 +370,25 @@ def _validate(spec: KernelSpec) -> None:
             fail("known_failures", "every known failure needs a reason")
         if failure.implementation is not None and failure.implementation not in spec.implementations:
             fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
+    for hook in ("term_magnitudes", "gradient_term_magnitudes"):
+        if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
+            fail(hook, f"must be callable, got {type(getattr(spec, hook)).__name__}")
+    if spec.random is not None:
+        if not isinstance(spec.random, RandomSpec):
+            fail("random", f"must be a RandomSpec, got {type(spec.random).__name__}")
+        for role, scalar in (("seed", spec.random.seed), ("p", spec.random.p), *(("mask_scalars", s) for s in spec.random.mask_scalars)):
+            if scalar not in spec.scalars:
+                fail(f"random.{role}", f"names {scalar!r}, which is not a scalar of the spec")
     if spec.perf is not None:
         if not isinstance(spec.perf, PerfModel):
             fail("perf", f"must be a PerfModel, got {type(spec.perf).__name__}")
+        for peer, fn in spec.perf.peers.items():
+            if not isinstance(peer, str) or not peer.isidentifier() or peer in REFERENCE_IMPLEMENTATIONS:
+                fail("perf.peers", f"peer names must be identifiers other than {REFERENCE_IMPLEMENTATIONS}, got {peer!r}")
+            if peer in spec.implementations:
+                fail("perf.peers", f"{peer!r} is already an implementation of the spec")
+            if not callable(fn):
+                fail("perf.peers", f"{peer!r} must be callable, got {type(fn).__name__}")
         for shape in spec.perf.shapes:
             missing = [d for d in spec.dims if not isinstance(spec.dims[d], Batch) and d not in shape.dims]
             if missing:

@@ -124,6 +124,11 @@ def tensor_shape(dims: tuple[str, ...], sizes_by_name: dict[str, object]) -> tup
     return tuple(shape)
 
 
+def scalar_strategy(strategy, dims: dict[str, object]) -> st.SearchStrategy:
+    """A spec's scalar strategy; one given as a function of the drawn sizes is called with them."""
+    return strategy if isinstance(strategy, st.SearchStrategy) else strategy(dims)
+
+
 @st.composite
 def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool) -> Case:
     """A whole case for ``spec`` in ``dtype``: dims, then each tensor's layout, values and seed."""
@@ -140,7 +145,7 @@ def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool) -> Case:
             values=draw(st.sampled_from(arg.values)),
             seed=draw(SEEDS),
         )
-    scalars = {name: draw(strategy) for name, strategy in spec.scalars.items()}
+    scalars = {name: draw(scalar_strategy(strategy, drawn)) for name, strategy in spec.scalars.items()}
     return Case(
         spec=spec.name,
         dtype=dtype,

@@ -9,7 +9,9 @@ to the case's dtype when placed in their layout. Ops name the kinds they need in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -34,14 +36,35 @@ def known_value_kinds() -> frozenset[str]:
     return frozenset(_KINDS)
 
 
+_DRAW_DEVICE: contextvars.ContextVar[torch.device | None] = contextvars.ContextVar("draw_device", default=None)
+
+
+@contextlib.contextmanager
+def drawn_on(device: torch.device | str) -> Iterator[None]:
+    """Draw values on ``device`` instead of the CPU while the block runs.
+
+    For benchmarks: their inputs run to GiBs, and drawing 134M float64 normals on one CPU core
+    takes seconds per tensor, far longer than timing the kernel. Values drawn on a CUDA device
+    come from its own (Philox) generator: they reproduce on that kind of device, not bitwise
+    against the CPU's draw, which is all a benchmark input needs. Property cases never use this.
+    """
+    token = _DRAW_DEVICE.set(torch.device(device))
+    try:
+        yield
+    finally:
+        _DRAW_DEVICE.reset(token)
+
+
 def generate_values(kind: str, shape: tuple[int, ...], seed: int) -> torch.Tensor:
-    """Draw the values of one tensor (float64 or int64, on the CPU)."""
+    """Draw the values of one tensor (float64 or int64; on the CPU unless inside ``drawn_on``)."""
     try:
         fn = _KINDS[kind]
     except KeyError:
         raise ValueError(f"unknown value kind {kind!r}; known: {sorted(_KINDS)}") from None
-    gen = torch.Generator().manual_seed(seed)
-    out = fn(tuple(shape), gen)
+    device = _DRAW_DEVICE.get() or torch.device("cpu")
+    gen = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):
+        out = fn(tuple(shape), gen)
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"value kind {kind!r} returned shape {tuple(out.shape)} for requested {tuple(shape)}")
     return out
@@ -59,6 +82,9 @@ def _rows(values: torch.Tensor) -> torch.Tensor:
 register_value_kind("normal", _normal(1.0))
 register_value_kind("small", _normal(1e-3))
 register_value_kind("large", _normal(1e2))
+# Far below any norm's eps (variance ~1e-24): the output is x / sqrt(eps), and a kernel that drops
+# eps, or squares in a format that underflows, shows. fp16 flushes these to zero (all-zero rows).
+register_value_kind("tiny", _normal(1e-12))
 
 
 @register_value_kind("huge")
@@ -127,6 +153,28 @@ def _mixed_scales(shape, gen):
 def _tokens(shape, gen):
     """Token ids from a small vocabulary (0..7), so repeats are common."""
     return torch.randint(0, 8, shape, generator=gen, dtype=torch.int64)
+
+
+@register_value_kind("spread_tokens")
+def _spread_tokens(shape, gen):
+    """Token ids from a small alphabet (2 to 6 ids) spread log-uniformly over 0..2^17, about one id
+    in seven negative: n-grams repeat as often as with ``tokens``, but the ids land anywhere in a
+    vocabulary (its first and last blocks included) and past either end of it."""
+    size = int(torch.randint(2, 7, (1,), generator=gen))
+    alphabet = (2.0 ** (torch.rand(size, generator=gen, dtype=torch.float64) * 17)).floor().to(torch.int64) - 1
+    negative = torch.rand(size, generator=gen) < 0.15
+    alphabet = torch.where(negative, -alphabet - 1, alphabet)
+    return alphabet[torch.randint(0, size, shape, generator=gen)]
+
+
+@register_value_kind("int64_ids")
+def _int64_ids(shape, gen):
+    """Ids anywhere in int64 (hashed categorical features), a quarter of them from the edges:
+    -2^63, -2, -1, 0, 1 and 2^63 - 1 (where id + 1 wraps around)."""
+    values = torch.randint(-(2**63), 2**63 - 1, shape, generator=gen, dtype=torch.int64)
+    edges = torch.tensor([-(2**63), -2, -1, 0, 1, 2**63 - 1], dtype=torch.int64)
+    picks = edges[torch.randint(0, len(edges), shape, generator=gen)]
+    return torch.where(torch.rand(shape, generator=gen) < 0.25, picks, values)
 
 
 @register_value_kind("repeated_tokens")

@@ -113,6 +113,14 @@ def test_a_kernel_that_avoids_eagers_intermediate_overflow_is_judged_against_the
     assert not compare("out", torch.tensor([float("inf"), 1.0], dtype=torch.float16), eager, oracle, 2.0).passed
 
 
+def test_an_oracle_just_past_the_largest_finite_value_still_fits_when_it_rounds_to_it():
+    oracle = torch.tensor([-65513.8, 3.0], dtype=torch.float64)  # rounds to -65504 in fp16, not -inf
+    eager = torch.tensor([float("-inf"), 3.0], dtype=torch.float16)  # an intermediate overflowed
+    assert compare("g", oracle.half(), eager, oracle, 2.0).passed
+    beyond = torch.tensor([-65530.0, 3.0], dtype=torch.float64)  # rounds to -inf: eager is right
+    assert not compare("g", torch.tensor([-65504.0, 3.0], dtype=torch.float16), eager, beyond, 2.0).passed
+
+
 def _tail_rows():
     """An elementwise op in its ill-conditioned tail: exp of an argument near -30, where a last-ulp
     rounding of the argument moves the result by ~30 ulps. Returns (oracle, sample_oracle, eager,
@@ -143,3 +151,16 @@ def test_condition_term_gives_nothing_where_eager_is_exact():
     sloppy = (arg * (1 + 8 * eps32)).exp().float()  # an argument off by 8 ulps: ~240 ulps out
     result = compare("out", sloppy, eager, oracle, 2.0, calibration=[(sample_oracle.float(), sample_oracle)])
     assert not result.passed and result.score > 50
+
+
+def test_term_magnitudes_floor_the_envelope_of_a_cancelling_sum():
+    # 1.0 + 2^-8 - 1.0 in bf16 terms: the result is 2^-8, its terms ~1; another rounding of a term
+    # moves the result by an ulp of the terms (2^-8), 128 ulps of the result.
+    oracle = torch.tensor([[2.0**-8, 0.5]], dtype=torch.float64)
+    eager = oracle.to(torch.bfloat16)  # eager's order happened to be exact
+    kernel = torch.tensor([[2.0**-7, 0.5]], dtype=torch.bfloat16)
+    terms = torch.tensor([[2.0, 0.5]], dtype=torch.float64)
+    assert not compare("out", kernel, eager, oracle, 2.0).passed
+    assert compare("out", kernel, eager, oracle, 2.0, terms=terms).passed
+    wrong = torch.tensor([[0.25, 0.5]], dtype=torch.bfloat16)  # 32 ulps of the terms: a bug
+    assert not compare("out", wrong, eager, oracle, 2.0, terms=terms).passed

@@ -58,6 +58,7 @@ def test_a_well_formed_spec_builds():
         ({"error_multiple": {"float16": float("nan")}}, "error_multiple"),
         ({"bad_scalars": {"beta": [1]}}, "bad_scalars"),
         ({"known_failures": (KnownFailure("speed", "slow"),)}, "known_failures"),
+        ({"term_magnitudes": 3}, "term_magnitudes"),
         ({"known_failures": (KnownFailure("forward", " "),)}, "needs a reason"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({}, "float32"),))}, "perf.shapes"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({"n": 4}, "float64"),))}, "perf.shapes"),
