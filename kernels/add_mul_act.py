@@ -13,22 +13,19 @@ grouping depends only on the shape, so results are bitwise reproducible. The run
 partials are fp64 (cheap: one add per element, and the partials are tiny), so the reduction adds
 no error of its own, whatever order the rows are added in: grad_bias is rounded once, at the end.
 
-Arithmetic in fp32, results stored in the input dtype. ``tanh`` has no interpreter-safe Triton
-primitive, so gelu's tanh form is written through the sigmoid: ``0.5 z (1 + tanh(u)) = z sigmoid(2u)``.
-The sigmoid is computed from ``exp(-|z|)``, which never overflows, and its derivative as
-``exp(-|z|) / (1 + exp(-|z|))^2``, which avoids the cancellation in ``s * (1 - s)``.
+Arithmetic in fp32, results stored in the input dtype. The activations and their derivatives are
+the shared, interpreter-safe forms of ``kernels/_activations.py`` (gelu's tanh form written through
+the sigmoid, the sigmoid from ``exp(-|z|)``); ``kernels/cuda/add_mul_act.py`` is the same op as a
+CUDA C++ extension.
 """
 
 from __future__ import annotations
-
-import functools
-import math
 
 import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _activations, _rows
 from kernels._validate import (
     check_choice,
     check_finite_scalar,
@@ -44,14 +41,13 @@ ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh")
 _GPU_LIMITS = _rows.TileLimits(
     max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
 )
+# Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
+# split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
+# mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
+# a program make a CPU run 3-4x faster than 1.
 _INTERPRETER_LIMITS = _rows.TileLimits(
-    max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=64, max_warps=4
+    max_block=64, split_block=64, target_elems=256, max_rows=8, thread_bytes=64, max_warps=4
 )
-# Backward: row tiles each program sums into its grad_bias partial. On a GPU the group size is
-# derived from the SM count (enough programs to fill the device, few partial rows); under the
-# interpreter it is 2 so that small test cases already produce several partials.
-_INTERPRETER_TILES_PER_GROUP = 2
-_GPU_PROGRAMS_PER_SM = 8
 
 
 def _limits() -> _rows.TileLimits:
@@ -61,56 +57,6 @@ def _limits() -> _rows.TileLimits:
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths (N) where this kernel's tiling changes on the current backend (for test shapes)."""
     return _rows.block_boundaries(_limits())
-
-
-# ----------------------------------------------------------------------------------------------
-# Activations (fp32 in, fp32 out)
-# ----------------------------------------------------------------------------------------------
-
-# Tensor operands go on the left of these constants: constexpr * tensor fails in the interpreter.
-_TWO_SQRT_2_OVER_PI = tl.constexpr(2.0 * math.sqrt(2.0 / math.pi))
-_GELU_C = tl.constexpr(0.044715)
-
-
-@triton.jit
-def _sigmoid_and_slope(z, PRECISE: tl.constexpr):
-    """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z), from exp(-|z|) (no overflow)."""
-    e = _rows.exp(-tl.abs(z), PRECISE)
-    inv = _rows.div(tl.full(z.shape, 1.0, z.dtype), 1.0 + e, PRECISE)
-    return tl.where(z >= 0, inv, e * inv), e * inv * inv
-
-
-@triton.jit
-def _gelu_inner(z):
-    """2u for gelu's tanh form, u = sqrt(2/pi) * (z + c z^3), so that tanh(u) = 2 sigmoid(2u) - 1."""
-    return (z * z * z * _GELU_C + z) * _TWO_SQRT_2_OVER_PI
-
-
-@triton.jit
-def _activate(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    if ACT == "relu":
-        return tl.where(z <= 0, 0.0, z)  # keeps NaN, as torch.relu does
-    elif ACT == "sigmoid":
-        return _sigmoid_and_slope(z, PRECISE)[0]
-    elif ACT == "silu":
-        return z * _sigmoid_and_slope(z, PRECISE)[0]
-    else:  # gelu_tanh: z * sigmoid(2u), u = sqrt(2/pi) * (z + c z^3)
-        return z * _sigmoid_and_slope(_gelu_inner(z), PRECISE)[0]
-
-
-@triton.jit
-def _activation_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    """d act / d z."""
-    if ACT == "relu":
-        return tl.where(z <= 0, 0.0, 1.0)  # 0 at z == 0, 1 for NaN: torch's threshold_backward
-    elif ACT == "sigmoid":
-        return _sigmoid_and_slope(z, PRECISE)[1]
-    elif ACT == "silu":
-        s, ds = _sigmoid_and_slope(z, PRECISE)
-        return s + z * ds
-    else:
-        s, ds = _sigmoid_and_slope(_gelu_inner(z), PRECISE)
-        return s + z * ds * ((z * z * (3.0 * _GELU_C) + 1.0) * _TWO_SQRT_2_OVER_PI)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,7 +87,7 @@ def _add_mul_act_fwd_kernel(
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
     z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
                 x_inner, x_so, x_si, y_inner, y_so, y_si)
-    out = _activate(z, ACT, PRECISE)
+    out = _activations.activate(z, ACT, PRECISE)
     dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
     tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
 
@@ -164,7 +110,7 @@ def _add_mul_act_bwd_kernel(
                     x_inner, x_so, x_si, y_inner, y_so, y_si)
         g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
         g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        dz = tl.where(mask, g * _activation_slope(z, ACT, PRECISE), 0.0)
+        dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
         dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
         tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)
         tl.store(gy_ptr + dense, _rows.cast_for_store(alpha * dz, gy_ptr), mask=mask)
@@ -175,20 +121,6 @@ def _add_mul_act_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 # Launchers
 # ----------------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int) -> int:
-    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
-    if t.device.type != "cuda":
-        return _INTERPRETER_TILES_PER_GROUP
-    programs = _GPU_PROGRAMS_PER_SM * _sm_count(t.device.index or 0)
-    groups = max(1, min(row_tiles, programs // col_blocks))
-    return triton.cdiv(row_tiles, groups)
 
 
 def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
@@ -221,7 +153,7 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
     tile = _rows.row_tile(n, x.element_size(), _limits())
     row_tiles = triton.cdiv(xl.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(x, row_tiles, tile.col_blocks)
+    tiles_per_group = _activations.bias_grad_tiles_per_group(x, row_tiles, tile.col_blocks)
     groups = triton.cdiv(row_tiles, tiles_per_group)
     partials = torch.empty((groups, n), dtype=torch.float64, device=x.device)
     with _rows.launch_guard(x):

@@ -4,7 +4,9 @@ Forward: a row that fits one block (up to 16384 elements on a GPU) is read once,
 and written once: max, exp, sum and the division all happen on the loaded tile. Short rows are
 packed several to a program so that each program still moves a few kilobytes. A longer row is
 streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
-the max grows, then a second pass writes ``exp(x - max) / sum``.
+the max grows, then a second pass writes ``exp(x - max) / sum``. The second pass walks the row
+from its end back, so that it starts on the blocks the first pass read last, which are the most
+likely to still sit in L2 (the backward's second pass does the same).
 
 Backward: ``dx = y * dy - y * sum(y * dy)`` from the saved output (eager's formula), single pass
 when the row fits a block, two passes (sums, then write) when it does not. For fp32/fp64 outputs
@@ -113,7 +115,11 @@ def _softmax_fwd_kernel(
             s = s * _rows.exp(m - ref, PRECISE).to(ACC) + tl.sum(e, axis=1)
             m = m_new
         inv = (1.0 / s)[:, None]
-        for start in range(0, n_cols, BLOCK):
+        # Second pass from the row's end back: the blocks read last are still in L2 (see the
+        # module docstring).
+        n_blocks = tl.cdiv(n_cols, BLOCK)
+        for i in range(0, n_blocks):
+            start = (n_blocks - 1 - i) * BLOCK
             mask = row_ok & (start + cols < n_cols)
             x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
             y = _rows.exp(x - m[:, None], PRECISE).to(ACC) * inv
@@ -158,7 +164,9 @@ def _softmax_bwd_kernel(
         if WIDE:
             c = c / tl.sum(total, axis=1)
         c = c[:, None]
-        for start in range(0, n_cols, BLOCK):
+        n_blocks = tl.cdiv(n_cols, BLOCK)
+        for i in range(0, n_blocks):  # backwards, as in the forward's second pass
+            start = (n_blocks - 1 - i) * BLOCK
             mask = row_ok & (start + cols < n_cols)
             y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
             dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)

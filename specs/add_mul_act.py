@@ -1,11 +1,13 @@
-"""add-mul-activation, ``act(x + alpha * y + bias)``: the Triton kernel against eager composition."""
+"""add-mul-activation, ``act(x + alpha * y + bias)``: the Triton kernel and the CUDA C++ extension
+(``kernels/cuda/add_mul_act.py``, built at first use, CUDA machines only) against eager composition."""
 
 from hypothesis import strategies as st
 
-from harness import Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import Batch, BenchShape, Dim, Implementation, KernelSpec, PerfModel, TensorArg
 from harness.case import torch_dtype
 
 import kernels.add_mul_act as kernel
+import kernels.cuda.add_mul_act as cuda_kernel
 import references.add_mul_act as reference
 
 
@@ -29,7 +31,15 @@ SPEC = KernelSpec(
     name="add_mul_act",
     description="act(x + alpha * y + bias), bias broadcast over rows; act in relu/sigmoid/silu/gelu_tanh",
     reference=reference.add_mul_act,
-    implementations={"triton": kernel.add_mul_act},
+    implementations={
+        "triton": kernel.add_mul_act,
+        # Compiled with nvcc at its first load (tens of seconds, then cached); skipped, with that
+        # reason, wherever no CUDA device is present.
+        "cuda": Implementation(
+            load=cuda_kernel.load, requires_cuda=True,
+            description="CUDA C++ extension (torch.utils.cpp_extension.load_inline), fp32 math, fp64 for fp32 outputs",
+        ),
+    },
     tensors=(
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=("normal", "large", "small", "mixed_scales")),
         TensorArg("y", dims=("*batch", "rows", "cols"), grad=True, values=("normal", "large", "small")),

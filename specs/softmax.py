@@ -37,7 +37,14 @@ SPEC = KernelSpec(
     # and cancels in peaked rows: measured on an H100, a correct kernel reaches 3.8x eager's envelope
     # on fp32 rows of 1024 at logit scale 10 and 3.6x on bf16, and an exact fp64 backward applied
     # to eager's own fp32 output scores 4 to 14 on such rows (it is the stored y, not the kernel).
-    gradient_error_multiple=4.0,
+    # In 16 bits each y_j carries up to half an ulp of rounding, and dx_i moves by
+    # y_i * sum_j dy_j * (that rounding of y_j): two correct implementations whose y round
+    # differently land several ulps apart. The H100 nightly run scored 5.15 on a 15x27 bf16 case
+    # where the kernel's dx equals, bit for bit, the exact backward of the correctly rounded y (the
+    # CPU's eager gives the same); the GPU's eager happened to round y more luckily for that row.
+    # Simulated on that case, faithfully rounded y (each y_j either neighbour) scores median 2.2,
+    # p90 3.4, max 5.2 over 300 draws: 16-bit gradients get 8.
+    gradient_error_multiple={"float32": 4.0, "float64": 4.0, "float16": 8.0, "bfloat16": 8.0},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
         bytes_moved=lambda dims, dtype: _io_bytes(dims, dtype, passes=2),

@@ -34,3 +34,87 @@ def test_gelu_tanh_slope_matches_a_central_difference():
     with torch.no_grad():
         numeric = (gelu_tanh(z + h) - gelu_tanh(z - h)) / (2 * h)
     torch.testing.assert_close(z.grad, numeric, rtol=1e-7, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# The shared activations (references/_activations.py) and the references built on them
+# ----------------------------------------------------------------------------------------------
+
+from torch.nn import functional as F  # noqa: E402
+
+import references.bias_gelu as bias_gelu_ref  # noqa: E402
+import references.glu as glu_ref  # noqa: E402
+import references.linear_act as linear_act_ref  # noqa: E402
+import references.lora_linear as lora_ref  # noqa: E402
+from references._activations import ACTIVATIONS, gelu, silu  # noqa: E402
+
+# Exact GELU's far tail: F.gelu's 0.5 z (1 + erf(z / sqrt 2)) is 0 in float64 below z = -8.3.
+GELU_POINTS = [-40.0, -30.0, -12.0, -8.5, -5.0, -0.75, -1e-300, 0.0, 1e-300, 0.3, 2.0, 9.0, 40.0]
+
+
+def _phi(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def _cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def test_exact_gelu_values_and_slope_match_the_closed_form_into_the_tail():
+    z = torch.tensor(GELU_POINTS, dtype=torch.float64, requires_grad=True)
+    y = gelu(z)
+    y.sum().backward()
+    for zi, yi, gi in zip(GELU_POINTS, y.tolist(), z.grad.tolist()):
+        # erfc(t)'s relative condition number is ~2 t^2 = z^2 in the tail: one rounding of its
+        # argument (here and in math.erfc's) becomes z^2 half-ulps
+        rel = 1e-15 * (1 + zi * zi)
+        assert yi == pytest.approx(zi * _cdf(zi), rel=rel, abs=0.0), zi
+        slope = _cdf(zi) + zi * _phi(zi)
+        # the slope cancels near gelu's minimum (z ~ -0.75): bound by the size of its terms
+        assert gi == pytest.approx(slope, rel=rel, abs=rel * (abs(_cdf(zi)) + abs(zi * _phi(zi)))), zi
+    assert y[1].item() < -1e-200  # z = -30: ~ -1.5e-197, where F.gelu says 0
+
+
+def test_silu_values_and_slope_match_the_closed_form():
+    z = torch.tensor(POINTS, dtype=torch.float64, requires_grad=True)
+    y = silu(z)
+    y.sum().backward()
+    for zi, yi, gi in zip(POINTS, y.tolist(), z.grad.tolist()):
+        s = _exact_sigmoid(zi)
+        assert yi == pytest.approx(zi * s, rel=1e-15, abs=0.0), zi
+        assert gi == pytest.approx(s + zi * s * _exact_sigmoid(-zi), rel=1e-13, abs=1e-300), zi
+
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "silu", "gelu_tanh", "gelu"])
+def test_activations_agree_with_torch_where_torch_is_accurate(name):
+    """Away from the tails the tail-stable forms are the torch functions themselves."""
+    torch_forms = {"relu": torch.relu, "sigmoid": torch.sigmoid, "silu": F.silu, "gelu": F.gelu,
+                   "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+    z = torch.linspace(-6, 6, 1201, dtype=torch.float64, requires_grad=True)
+    ours = ACTIVATIONS[name](z)
+    theirs = torch_forms[name](z)
+    torch.testing.assert_close(ours, theirs, rtol=1e-13, atol=1e-15)
+    (g_ours,) = torch.autograd.grad(ours.sum(), z)
+    (g_theirs,) = torch.autograd.grad(theirs.sum(), z)
+    torch.testing.assert_close(g_ours, g_theirs, rtol=1e-12, atol=1e-14)
+
+
+def test_glu_references_gate_with_the_first_half():
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+    for act in ("silu", "gelu", "gelu_tanh"):
+        packed = glu_ref.glu_packed(torch.cat([a, b], dim=-1), act)
+        assert torch.equal(packed, glu_ref.glu(a, b, act))
+        torch.testing.assert_close(packed, ACTIVATIONS[act](a) * b)
+
+
+def test_bias_gelu_linear_act_and_lora_references_compose_as_documented():
+    torch.manual_seed(1)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    w, bias = torch.randn(5, 6, dtype=torch.float64), torch.randn(5, dtype=torch.float64)
+    torch.testing.assert_close(bias_gelu_ref.bias_gelu(x[:, :5], bias), F.gelu(x[:, :5] + bias))
+    torch.testing.assert_close(bias_gelu_ref.bias_gelu(x[:, :5], bias, "tanh"),
+                               F.gelu(x[:, :5] + bias, approximate="tanh"))
+    torch.testing.assert_close(linear_act_ref.linear_act(x, w, bias, "silu"), F.silu(x @ w.T + bias))
+    a, b = torch.randn(8, 6, dtype=torch.float64), torch.randn(5, 8, dtype=torch.float64)
+    torch.testing.assert_close(lora_ref.lora_linear(x, w, a, b, 0.5), x @ w.T + 0.5 * (x @ a.T) @ b.T)

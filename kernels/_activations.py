@@ -1,0 +1,265 @@
+"""Activation functions and their derivatives for Triton kernels.
+
+Shared by every kernel that applies an activation (add_mul_act, bias_gelu, glu, linear_act), so
+each form is written, tested and fixed once. Everything here runs unchanged on the GPU and under
+Triton's CPU interpreter: no libdevice calls (they fail in the interpreter), no ``tanh``, and
+tensors on the left of global constants (``constexpr * tensor`` fails in the interpreter).
+
+``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
+``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
+fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
+multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). fp32 evaluation, even
+with accurate exp and division, composes five to seven roundings: 2-4 ulp at worst, against
+eager's ~1 on the CPU, and the harness's seeded runs found exactly that (glu's silu gradient at
+2.3x eager's envelope in the sigmoid's tail, exact gelu at 1.96x at its minimum, where the
+envelope has no slack). In fp64 the result is correctly rounded but for near-ties. The cost,
+~40-65 fp64 operations an element, is paid by fp32 outputs only; on an H100 (64 fp64 lanes per SM)
+that is about what 8-12 byte elements allow at copy bandwidth (to be measured). Without PRECISE
+(16-bit outputs) everything is fp32 with the fast exp and division, whose ~1e-5 relative error
+stays far below a 16-bit ulp, and the result is fp32.
+
+* ``relu``: ``z`` where ``z > 0``, else 0 (NaN kept); its slope is 0 at ``z <= 0`` and 1
+  elsewhere (1 for NaN: torch's threshold_backward). Exact in any precision, never widened.
+* ``sigmoid``, ``silu``: the sigmoid from ``exp(-|z|)``, which never overflows, and its derivative
+  as ``exp(-|z|) / (1 + exp(-|z|))^2``, which avoids the cancellation in ``s * (1 - s)``.
+* ``gelu_tanh``: ``0.5 z (1 + tanh(u))`` written as the identical ``z * sigmoid(2u)``,
+  ``u = sqrt(2/pi) (z + 0.044715 z^3)`` (no tanh primitive, and no cancellation in the tail).
+* ``gelu`` (the exact form): ``z Phi(z)`` with ``Phi(z) = erfc(-z / sqrt(2)) / 2`` and slope
+  ``Phi(z) + z phi(z)``. The usual ``0.5 (1 + erf(z / sqrt(2)))`` cancels for negative z (at
+  z = -2 it has lost three bits, past z = -5.5 everything), so Phi comes from an erfc written
+  here (there is no erfc primitive; ``tl.math.erf`` exists on both backends, but it is the
+  cancelling form).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+
+# Kernels accept any subset of these; each spec lists its own.
+ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh", "gelu")
+
+_TWO_SQRT_2_OVER_PI = tl.constexpr(2.0 * math.sqrt(2.0 / math.pi))
+_GELU_C = tl.constexpr(0.044715)
+_NEG_SQRT1_2 = tl.constexpr(-math.sqrt(0.5))
+_INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
+# erfc(t) underflows to 0 in fp32 for t above ~10.05 (the polynomial's range ends at 10.066);
+# in fp64 it is ~1e-45 there, which still rounds to 0 or the least fp32 subnormal.
+_ERFC_ZERO_ABOVE = tl.constexpr(10.06)
+
+
+# ----------------------------------------------------------------------------------------------
+# sigmoid family
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def sigmoid_and_slope(z, PRECISE: tl.constexpr):
+    """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z), from exp(-|z|) (no overflow)."""
+    e = _rows.exp(-tl.abs(z), PRECISE)
+    inv = _rows.div(tl.full(z.shape, 1.0, z.dtype), 1.0 + e, PRECISE)
+    return tl.where(z >= 0, inv, e * inv), e * inv * inv
+
+
+@triton.jit
+def _gelu_inner(z):
+    """2u for gelu's tanh form, u = sqrt(2/pi) * (z + c z^3), so that tanh(u) = 2 sigmoid(2u) - 1."""
+    return (z * z * z * _GELU_C + z) * _TWO_SQRT_2_OVER_PI
+
+
+# ----------------------------------------------------------------------------------------------
+# erfc and the normal distribution
+# ----------------------------------------------------------------------------------------------
+#
+# erfc(a) for a >= 0 is written as exp(-a^2) * w(q) / (1 + 2a), q = (a - 2) / (a + 2): the factor
+# w = (1 + 2a) exp(a^2) erfc(a) is smooth and bounded (1 at a = 0, 2/sqrt(pi) as a -> inf) and q
+# maps [0, inf) onto [-1, 1), so one polynomial in q covers every a (N. Juffa's construction).
+# The coefficients are Chebyshev least-squares fits of w with relative weights on q in
+# [-1, 0.6685] (a up to 10.066, where erfc underflows in fp32): degree 11 in fp64, max relative
+# error 1.0e-9, for PRECISE; degree 7 rounded to fp32, 1.3e-6, for 16-bit results, whose ulp is
+# 1e-3 (fp16) or 8e-3 (bf16). Negative arguments use erfc(t) = 2 - erfc(-t), which lies in
+# [1, 2]: no cancellation anywhere, and no libdevice call (erf, erfc and tanh fail in the
+# interpreter, and 1 - erf would be the cancelling form anyway).
+#
+# With PRECISE all of it is evaluated in fp64 (module docstring). For erfc that matters most: an
+# all-fp32 version with every trick at hand (a^2 split into an exact head and a small tail, a
+# Fast2Sum-compensated denominator, the corrections folded into one factor) still reached 2.1 eps
+# of relative error (3.5 ulp), and the harness's CPU runs found it at 1.96x eager's envelope at
+# gelu's minimum (z = -0.75: gelu' = 0 gives the envelope no slack there, and the CPU's eager
+# erfc is within 0.8 ulp). In fp64 what remains is the polynomials' 1e-9: measured within
+# 0.52 ulp after rounding to fp32. The fp64 path costs ~65 fp64 operations an element (exp and
+# one division included). 16-bit results, the case that matters for speed, take the fp32 path:
+# one fast exp of -a*a and one division, relative error ~5e-6, ~30 instructions an element.
+
+
+@triton.jit
+def _erfc_w_precise(q):
+    """w(q), degree 11, fp64 coefficients (evaluated in fp64)."""
+    p = q * 8.05303778467437e-05 + 0.00017162610385432388
+    p = p * q + -0.00040084941334555787
+    p = p * q + -0.0014232856394901525
+    p = p * q + 0.0012519317379295542
+    p = p * q + 0.008710062145658153
+    p = p * q + -0.008030483401058703
+    p = p * q + -0.05421798102945932
+    p = p * q + 0.16405098131691326
+    p = p * q + -0.16603051298988916
+    p = p * q + -0.09276381840357688
+    return p * q + 1.2769783825973526
+
+
+@triton.jit
+def _erfc_w_fast(q):
+    p = q * 0.0019291029311716557 + 0.007664490956813097
+    p = p * q + -0.008782975375652313
+    p = p * q + -0.05397399514913559
+    p = p * q + 0.16424964368343353
+    p = p * q + -0.16604936122894287
+    p = p * q + -0.09277665615081787
+    return p * q + 1.2769787311553955
+
+
+@triton.jit
+def _erf_small(t):
+    """erf(t) for |t| <= 0.5 as t * P(t^2), P a degree-5 Chebyshev fit of erf(t)/t in t^2
+    (relative error 1.2e-11; evaluated in fp64)."""
+    s = t * t
+    p = s * -0.0007692332220708319 + 0.005200275631233827
+    p = p * s + -0.026863112692968483
+    p = p * s + 0.11283773740727722
+    p = p * s + -0.37612638517069463
+    p = p * s + 1.128379167081976
+    return t * p
+
+
+@triton.jit
+def _erfc_and_exp(t, PRECISE: tl.constexpr):
+    """(erfc(t), exp(-t^2)) in t's dtype: fp64 with PRECISE, fp32 without (see above)."""
+    a = tl.abs(t)
+    e = tl.exp(-(a * a))
+    c = tl.minimum(a, _ERFC_ZERO_ABOVE)  # keeps the polynomial in range; e is ~0 past it anyway
+    # q = (c - 2) / (c + 2) and w(q) / (2c + 1) with one division
+    num = c + 2.0
+    den = c * 2.0 + 1.0
+    inv = 1.0 / (num * den)
+    q = (c - 2.0) * den * inv
+    if PRECISE:
+        w = _erfc_w_precise(q)
+    else:
+        w = _erfc_w_fast(q)
+    r = tl.where(a > _ERFC_ZERO_ABOVE, 0.0, e * (w * num * inv))  # NaN stays NaN (false compare)
+    r = tl.where(t >= 0, r, 2.0 - r)
+    if PRECISE:
+        # |t| <= 0.5: 1 - erf(t) rounds once near 1 and cannot cancel (erf(0.5) = 0.52)
+        r = tl.where(a <= 0.5, 1.0 - _erf_small(t), r)
+    return r, e
+
+
+@triton.jit
+def _widen(z, PRECISE: tl.constexpr):
+    """z in the activations' compute dtype: fp64 with PRECISE, else as it is (fp32)."""
+    if PRECISE:
+        return z.to(tl.float64)
+    else:
+        return z
+
+
+@triton.jit
+def erfc(t, PRECISE: tl.constexpr):
+    """The complementary error function of fp32 t, rounded to fp32 (for tests and callers that
+    need erfc itself); accurate over the whole range (see above)."""
+    return _erfc_and_exp(_widen(t, PRECISE), PRECISE)[0].to(tl.float32)
+
+
+@triton.jit
+def gelu_and_slope(z, PRECISE: tl.constexpr):
+    """Exact GELU z Phi(z) and its slope Phi(z) + z phi(z) of fp32 z, in the compute dtype.
+
+    Phi(z) = erfc(t) / 2 and phi(z) = exp(-t^2) / sqrt(2 pi) with t = -z / sqrt(2). With PRECISE
+    t is formed in fp64, so the kernel does not share eager's rounding of t (amplified 2t^2-fold
+    in the tail): its error is its own half ulp, wherever eager's lies.
+    """
+    z = _widen(z, PRECISE)
+    r, e = _erfc_and_exp(z * _NEG_SQRT1_2, PRECISE)
+    cdf = r * 0.5
+    return z * cdf, cdf + z * (e * _INV_SQRT_2PI)
+
+
+# ----------------------------------------------------------------------------------------------
+# The activations
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def activate(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
+    """act(z) for fp32 z; fp64 with PRECISE (relu: z's dtype), the caller rounds at its store."""
+    if ACT == "relu":
+        return tl.where(z <= 0, 0.0, z)  # keeps NaN, as torch.relu does
+    elif ACT == "sigmoid":
+        return sigmoid_and_slope(_widen(z, PRECISE), PRECISE)[0]
+    elif ACT == "silu":
+        z = _widen(z, PRECISE)
+        return z * sigmoid_and_slope(z, PRECISE)[0]
+    elif ACT == "gelu_tanh":  # z * sigmoid(2u), u = sqrt(2/pi) * (z + c z^3)
+        z = _widen(z, PRECISE)
+        return z * sigmoid_and_slope(_gelu_inner(z), PRECISE)[0]
+    else:  # gelu: 0.5 z erfc(-z / sqrt(2)), as the reference writes it
+        return gelu_and_slope(z, PRECISE)[0]
+
+
+@triton.jit
+def activation_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
+    """d act / d z for fp32 z, in the compute dtype (as :func:`activate`)."""
+    return activate_with_slope(z, ACT, PRECISE)[1]
+
+
+@triton.jit
+def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
+    """(act(z), act'(z)), sharing the exp/erfc work (a gated unit's backward needs both)."""
+    if ACT == "relu":
+        return tl.where(z <= 0, 0.0, z), tl.where(z <= 0, 0.0, 1.0)
+    elif ACT == "sigmoid":
+        return sigmoid_and_slope(_widen(z, PRECISE), PRECISE)
+    elif ACT == "silu":
+        z = _widen(z, PRECISE)
+        s, ds = sigmoid_and_slope(z, PRECISE)
+        return z * s, s + z * ds
+    elif ACT == "gelu_tanh":
+        z = _widen(z, PRECISE)
+        s, ds = sigmoid_and_slope(_gelu_inner(z), PRECISE)
+        return z * s, s + z * ds * ((z * z * (3.0 * _GELU_C) + 1.0) * _TWO_SQRT_2_OVER_PI)
+    else:
+        return gelu_and_slope(z, PRECISE)
+
+
+# ----------------------------------------------------------------------------------------------
+# grad_bias: how the kernels that add a bias before the activation reduce its gradient
+# ----------------------------------------------------------------------------------------------
+# grad_bias is the sum of grad_z over rows. Each backward program walks a fixed group of row tiles
+# for one column block, keeps the running sum in fp64 registers and writes one partial row; a
+# small sum over the partials finishes it. No atomics, and the grouping depends only on the shape
+# (and the device's SM count), so the result is bitwise reproducible. On a GPU the group size
+# gives enough programs to fill the device with few partial rows; under the interpreter it is 2
+# tiles, so that small test cases already produce several partials.
+INTERPRETER_TILES_PER_GROUP = 2
+GPU_PROGRAMS_PER_SM = 8
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def bias_grad_tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int) -> int:
+    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
+    if t.device.type != "cuda":
+        return INTERPRETER_TILES_PER_GROUP
+    programs = GPU_PROGRAMS_PER_SM * sm_count(t.device.index or 0)
+    groups = max(1, min(row_tiles, programs // col_blocks))
+    return triton.cdiv(row_tiles, groups)

@@ -1,0 +1,688 @@
+"""Shared machinery of the normalisation kernels: LayerNorm, RMSNorm and dropout-add-norm.
+
+The three ops differ only in where a row comes from and in which statistics they take, so one
+forward kernel and one backward kernel serve all of them, specialised by ``tl.constexpr`` flags
+(each op compiles only its own variant):
+
+* **The row source.** LayerNorm and RMSNorm read ``x``. Dropout-add-norm builds the row it
+  normalises, ``s = dropout(x + bias, p) + residual``, in registers; ``s`` is rounded to the input
+  dtype before its statistics are taken (as the eager composite does, and so that the stored
+  prenorm sum, the output and the backward all see the same ``s``).
+* **The statistics** (:func:`_stats_init`, :func:`_stats_add`, :func:`_stats_finish`), one helper
+  for all three ops, in fp32 (fp64 for fp64 inputs). RMSNorm takes ``mean(s^2)``. LayerNorm
+  shifts every row by its first element ``K`` before summing: ``mean = K + m`` with ``m`` the
+  mean of ``s - K``, and the variance is the mean square of ``(s - K) - m``. A constant row then
+  normalises to exactly ``bias`` (``s - K`` is exactly 0), and a row whose mean is far larger
+  than its spread keeps its accuracy (the rounding error of ``m`` scales with the spread, not
+  with ``|mean|``). Rows wider than one block are streamed: each block's mean and squared
+  deviations are combined with Chan's parallel formula, which never subtracts two large sums.
+* **Dropout** (:func:`keep_mask`): a counter-based Philox stream, one ``tl.philox`` call per four
+  columns, counters ``(column // 4, row)``, key = the seed. The mask depends only on the seed and
+  the element's logical position (not on strides, tiling or the backend), so the backward
+  regenerates it instead of reading a stored mask. An element is kept when 31 random bits are
+  ``>= round(p * 2^31)``: p = 0 keeps everything exactly, p = 1 nothing.
+
+Forward (:func:`forward`): a row that fits one block (up to 16384 columns on a GPU) is read once,
+held in registers and written once; the statistics of each row (``K``, ``m``, ``rstd``) are stored
+for the backward (12 bytes per row). Several short rows share a program. A wider row is streamed
+twice: statistics, then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
+
+Backward (:func:`backward`): one pass over the rows. Each program walks a fixed group of row tiles
+and keeps the weight/bias gradient contributions (``dy * xhat``, ``dy``, and for dropout-add-norm
+the gradient of the dropped input's bias) in registers; it writes one partial row per group, and a
+small kernel (:func:`_sum_partials_kernel`) adds the partials of all groups in a fixed order. No
+atomics: results are bitwise reproducible. The partials are fp64 for fp32/fp64 inputs (the sums
+of many rows then add no error of their own) and fp32 for fp16/bf16.
+
+Numerics: arithmetic in fp32 (fp64 for fp64), results stored in the input dtype. For fp32 results
+the divisions are correctly rounded and the square root is ``sqrt_rn`` (Triton's defaults are
+approximate on a GPU, which an fp32 output shows); fp16/bf16 results take the fast forms.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._validate import FLOAT_DTYPES, check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
+
+DTYPES = FLOAT_DTYPES + (torch.float64,)
+
+# ----------------------------------------------------------------------------------------------
+# Tiling
+# ----------------------------------------------------------------------------------------------
+# GPU forward: rows up to 16384 columns stay in registers (one read, one write); a row of 16384 in
+# fp32 registers plus the weight and bias blocks use 192 KB of the 256 KB register file at 32
+# warps, so that is the ceiling. target_elems sets how many short rows share a program.
+# GPU backward: each program holds s, dy and the fp32 gradient accumulators of its block, four
+# arrays of BLOCK, so its single-block limit is 8192; wider rows take the two-pass path.
+# Interpreter: blocks of 64 so that CPU-sized rows (up to ~150 columns) exercise the multi-block
+# paths. The interpreter's cost is per operation executed, nearly flat in the tile size, so the
+# forward packs 16 rows per program (measured: 20 rows of 129 in 160 ms instead of 410 ms with 4
+# rows per program). The backward keeps 4 rows per tile so that CPU cases of a few rows already
+# span several tiles and several row groups (the partial-sum carry and the partials reduction).
+_GPU_FWD = _rows.TileLimits(max_block=16384, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=32)
+_GPU_BWD = _rows.TileLimits(max_block=8192, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=16)
+_INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=4)
+_INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
+# Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
+# under the interpreter two tiles per group, so that small cases already produce several partials.
+_GPU_BWD_PROGRAMS_PER_SM = 2
+_INTERPRETER_TILES_PER_GROUP = 2
+# The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
+_GPU_PART = (32, 128)
+_INTERPRETER_PART = (4, 64)
+# Dropout draws four columns per Philox call, so a block is at least 4 wide.
+_MIN_DROPOUT_BLOCK = 4
+
+
+def _fwd_limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_FWD, _INTERPRETER_FWD)
+
+
+def _bwd_limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_BWD, _INTERPRETER_BWD)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths where the forward or backward tiling changes on this backend (test sizes)."""
+    return tuple(sorted(set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
+    tile = _rows.row_tile(n, dtype.itemsize, _bwd_limits() if backward else _fwd_limits())
+    if dropout and tile.block < _MIN_DROPOUT_BLOCK:
+        tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
+    return tile
+
+
+# fp32 inputs compute in fp64: an fp32 result must come out within about one ulp, as eager's CPU
+# LayerNorm does, and an fp32 chain of shift, centring, 1/std, weight and bias reaches 2-3 ulp
+# (measured: 2.4x eager's envelope on a 9-wide row). On an H100 the fp64 pipe does 64 FMA per
+# clock per SM, several times what fp32 rows at full bandwidth need (about 1.5 elements per clock
+# per SM); the cost is registers (two per value). WIDE_FP32 = False gives fp32 arithmetic with
+# correctly rounded division and square root instead (PRECISE), if the GPU run shows spills.
+WIDE_FP32 = True
+_WIDE = (torch.float32, torch.float64) if WIDE_FP32 else (torch.float64,)
+
+
+def _numerics(dtype: torch.dtype) -> dict:
+    """COMPUTE: element arithmetic and row statistics. ACC: the weight-gradient partial sums.
+    PRECISE: correctly rounded division and square root where COMPUTE is fp32 and results fp32."""
+    return dict(
+        COMPUTE=tl.float64 if dtype in _WIDE else tl.float32,
+        ACC=tl.float64 if dtype in (torch.float32, torch.float64) else tl.float32,
+        PRECISE=dtype == torch.float32,
+    )
+
+
+def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype in _WIDE else torch.float32
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _tiles_per_group(t: torch.Tensor, row_tiles: int) -> int:
+    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
+    if t.device.type != "cuda":
+        return _INTERPRETER_TILES_PER_GROUP
+    groups = max(1, min(row_tiles, _GPU_BWD_PROGRAMS_PER_SM * _sm_count(t.device.index or 0)))
+    return triton.cdiv(row_tiles, groups)
+
+
+# ----------------------------------------------------------------------------------------------
+# Dropout parameters
+# ----------------------------------------------------------------------------------------------
+
+SEED_LIMIT = 2**63  # seeds are non-negative 64-bit integers
+
+
+class Dropout(NamedTuple):
+    """Host-side dropout parameters: Philox key, integer keep threshold and the 1/(1-p) scale.
+
+    An element is kept when its 31 random bits ``r`` satisfy ``r > threshold``, threshold =
+    ``round(p * 2^31) - 1``: kept with probability ``1 - round(p * 2^31) / 2^31`` (within 2^-32 of
+    1 - p), every element at p = 0 and none at p = 1. ``scale`` is 1/(1-p), 0 when p = 1.
+    """
+
+    seed: int
+    threshold: int
+    scale: float
+
+    @classmethod
+    def of(cls, p: float, seed: int) -> Dropout:
+        return cls(seed=seed, threshold=round(p * 2**31) - 1, scale=0.0 if p == 1.0 else 1.0 / (1.0 - p))
+
+
+_NO_DROPOUT = Dropout(seed=0, threshold=-1, scale=1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation shared by the wrappers
+# ----------------------------------------------------------------------------------------------
+
+
+def check_input(op: str, name: str, x: object) -> torch.Tensor:
+    return check_tensor(op, name, x, dtypes=DTYPES, min_ndim=1)
+
+
+def check_row_tensor(op: str, name: str, value: object, x: torch.Tensor, what: str) -> torch.Tensor:
+    """An optional per-column tensor (weight, bias): None, or shape ``(N,)``, x's device and dtype."""
+    if value is None:
+        return value
+    check_tensor(op, name, value, dtypes=DTYPES)
+    check_same_device(op, x=x, **{name: value})
+    check_same_dtype(op, x=x, **{name: value})
+    check_shape(op, name, value, x.shape[-1:], what)
+    return value
+
+
+def check_eps(op: str, eps: object) -> float:
+    eps = check_finite_scalar(op, "eps", eps)
+    if eps < 0:
+        raise ValueError(f"{op}: argument 'eps' must be >= 0 (it is added to the variance), got {eps}")
+    return eps
+
+
+def check_seed(op: str, seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"{op}: argument 'seed' must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"{op}: argument 'seed' must be in [0, 2**63), got {seed}")
+    return seed
+
+
+def check_probability(op: str, p: object) -> float:
+    p = check_finite_scalar(op, "p", p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: argument 'p' is a drop probability and must be in [0, 1], got {p}")
+    return p
+
+
+# ----------------------------------------------------------------------------------------------
+# Triton helpers
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def keep_mask(seed, threshold, rows, start, ROWS: tl.constexpr, BLOCK: tl.constexpr, DRAW: tl.constexpr):
+    """[ROWS, BLOCK] bool: which elements of columns start..start+BLOCK of ``rows`` are kept.
+
+    Column c of row r takes output ``c % 4`` of Philox with counters (c // 4, r_lo, r_hi, 0) and
+    key ``seed``: one Philox call per four columns (the generator is the costliest part of a
+    dropout kernel), a stream per row that cannot overflow (no ``row * N + col`` product).
+    ``start`` and BLOCK are multiples of 4. Without DRAW (threshold < 0: p so small that every
+    element is kept) nothing is drawn and the mask is all True, the same mask the stream gives.
+    """
+    if not DRAW:
+        return tl.full([ROWS, BLOCK], 1, tl.int1)
+    quads: tl.constexpr = BLOCK // 4
+    r = rows.to(tl.int64)
+    c0 = tl.broadcast_to((start // 4 + tl.arange(0, quads)).to(tl.uint32)[None, :], [ROWS, quads])
+    c1 = tl.broadcast_to((r & 0xFFFFFFFF).to(tl.uint32)[:, None], [ROWS, quads])
+    c2 = tl.broadcast_to((r >> 32).to(tl.uint32)[:, None], [ROWS, quads])
+    a, b, c, d = tl.philox(seed, c0, c1, c2, c2 * 0)
+    bits = tl.reshape(tl.join(tl.join(a, b), tl.join(c, d)), [ROWS, BLOCK])
+    return (bits >> 1).to(tl.int32) > threshold
+
+
+@triton.jit
+def _sqrt(x, PRECISE: tl.constexpr):
+    """sqrt(x), correctly rounded with PRECISE and fp32 x (fp64 square roots always are)."""
+    if PRECISE and x.dtype == tl.float32:
+        return tl.math.sqrt_rn(x)
+    else:
+        return tl.sqrt(x)
+
+
+@triton.jit
+def _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_cols, seed, threshold, scale,
+            ROWS: tl.constexpr, BLOCK: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
+            COMPUTE: tl.constexpr):
+    """The rows to normalise for columns start + cols (0 where masked), and the keep-mask.
+
+    Plain norms: x. Dropout-add-norm: ``s = (x + xbias) * keep * scale + residual``, rounded to the
+    input dtype. ``x * 0`` for a dropped element keeps a NaN or inf of x, as torch's dropout does.
+    """
+    x = tl.load(x_ptr + x_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+    if DROPOUT_ADD:
+        if HAS_XBIAS:
+            x = x + tl.load(xb_ptr + start + cols, mask=start + cols < n_cols, other=0.0).to(COMPUTE)
+        keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
+        residual = tl.load(res_ptr + r_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+        s = x * tl.where(keep, scale, 0.0) + residual
+        return _rows.cast_for_store(s, x_ptr).to(COMPUTE), keep
+    else:
+        return x, mask
+
+
+@triton.jit
+def _stats_init(s, mask, cols, count, RMS: tl.constexpr, PRECISE: tl.constexpr):
+    """Statistics of the first block of each row: (K, m, sq) where K is the row's first element,
+    m the mean of s - K over the block and sq the sum of squared deviations (RMS: K = m = 0 and
+    sq = sum of squares)."""
+    if RMS:
+        sq = tl.sum(s * s, axis=1)
+        zero = tl.full(sq.shape, 0.0, sq.dtype)
+        return zero, zero, sq
+    else:
+        k = tl.sum(tl.where(cols == 0, s, 0.0), axis=1)
+        d = tl.where(mask, s - k[:, None], 0.0)
+        m = _rows.div(tl.sum(d, axis=1), count, PRECISE)
+        dev = tl.where(mask, d - m[:, None], 0.0)
+        return k, m, tl.sum(dev * dev, axis=1)
+
+
+@triton.jit
+def _stats_add(k, m, sq, seen, s, mask, count, RMS: tl.constexpr, PRECISE: tl.constexpr):
+    """Fold one more block (``count`` valid columns) into (m, sq) after ``seen`` columns (Chan)."""
+    if RMS:
+        return m, sq + tl.sum(s * s, axis=1)
+    else:
+        d = tl.where(mask, s - k[:, None], 0.0)
+        block_m = _rows.div(tl.sum(d, axis=1), count, PRECISE)
+        dev = tl.where(mask, d - block_m[:, None], 0.0)
+        block_sq = tl.sum(dev * dev, axis=1)
+        total = seen + count
+        delta = block_m - m
+        m = m + _rows.div(delta * count, total, PRECISE)
+        sq = sq + block_sq + _rows.div(delta * delta * seen * count, total, PRECISE)
+        return m, sq
+
+
+@triton.jit
+def _stats_finish(sq, n_f, eps, PRECISE: tl.constexpr):
+    """rstd = 1 / sqrt(sq / N + eps); ``n_f`` is N as a float."""
+    var = _rows.div(sq, tl.full(sq.shape, 0.0, sq.dtype) + n_f, PRECISE)
+    one = tl.full(var.shape, 1.0, var.dtype)
+    return _rows.div(one, _sqrt(var + eps, PRECISE), PRECISE)
+
+
+@triton.jit
+def _normalized(s, k, m, rstd, RMS: tl.constexpr):
+    """xhat: ((s - K) - m) * rstd for LayerNorm, s * rstd for RMSNorm (the forward's own centring)."""
+    if RMS:
+        return s * rstd[:, None]
+    else:
+        return ((s - k[:, None]) - m[:, None]) * rstd[:, None]
+
+
+@triton.jit
+def _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W: tl.constexpr, COMPUTE: tl.constexpr):
+    """weight + weight_offset for columns start + cols (1 when there is no weight)."""
+    if HAS_W:
+        return tl.load(w_ptr + start + cols, mask=start + cols < n_cols, other=0.0).to(COMPUTE) + w_offset
+    else:
+        return tl.full(cols.shape, 1.0, COMPUTE)
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+# Zeros are written ``tl.full(shape, 0.0, dtype)``: ``tl.zeros`` is a jit function, and under the
+# interpreter every nested jit call costs ~1.8 ms of patching (tl.full is a builtin, free).
+
+
+@triton.jit(do_not_specialize=["seed", "threshold"])
+def _norm_fwd_kernel(
+    x_ptr, res_ptr, xb_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, mask_ptr, stats_ptr,
+    n_rows, n_cols, n_f, eps, w_offset, seed, threshold, scale,
+    x_inner, x_so, x_si, r_inner, r_so, r_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
+    HAS_W: tl.constexpr, HAS_B: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
+    STORE_SUM: tl.constexpr, STORE_MASK: tl.constexpr,
+    COMPUTE: tl.constexpr, ACC: tl.constexpr, PRECISE: tl.constexpr,  # ACC: backward only
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = rows < n_rows
+    x_off = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
+    r_off = _rows.row_offset(rows, r_inner, r_so, r_si)[:, None]
+    dense = rows.to(tl.int64)[:, None] * n_cols
+    cols = tl.arange(0, BLOCK)[None, :]
+
+    # First block (the whole row unless SPLIT): source, side outputs, statistics.
+    mask = row_ok[:, None] & (cols < n_cols)
+    s, keep = _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, 0, cols, mask, n_cols, seed, threshold,
+                      scale, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
+    if STORE_SUM:
+        tl.store(sum_ptr + dense + cols, _rows.cast_for_store(s, sum_ptr), mask=mask)
+    if STORE_MASK:
+        tl.store(mask_ptr + dense + cols, keep, mask=mask)
+    # Column counts as [ROWS] tensors built from n_f, N as a float (Triton turns an int argument
+    # equal to 1 into a constexpr; the interpreter hands scalar arguments over as Python numbers).
+    zero = tl.full([ROWS], 0.0, COMPUTE)
+    count = tl.minimum(zero + n_f, BLOCK * 1.0)
+    k, m, sq = _stats_init(s, mask, cols, count, RMS, PRECISE)
+
+    if SPLIT:
+        seen = count
+        for start in range(BLOCK, n_cols, BLOCK):
+            mask = row_ok[:, None] & (start + cols < n_cols)
+            s, keep = _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_cols, seed,
+                              threshold, scale, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
+            if STORE_SUM:
+                tl.store(sum_ptr + dense + start + cols, _rows.cast_for_store(s, sum_ptr), mask=mask)
+            if STORE_MASK:
+                tl.store(mask_ptr + dense + start + cols, keep, mask=mask)
+            count = tl.minimum(zero + (n_f - start), BLOCK * 1.0)
+            m, sq = _stats_add(k, m, sq, seen, s, mask, count, RMS, PRECISE)
+            seen += count
+    rstd = _stats_finish(sq, n_f, eps, PRECISE)
+    tl.store(stats_ptr + rows, k, mask=row_ok)
+    tl.store(stats_ptr + n_rows + rows, m, mask=row_ok)
+    tl.store(stats_ptr + 2 * n_rows + rows, rstd, mask=row_ok)
+
+    if not SPLIT:
+        y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)
+        if HAS_B:
+            y += tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(COMPUTE)
+        tl.store(y_ptr + dense + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
+    else:
+        # Second pass: s again, from x (plain norms) or from the stored sum (dropout-add-norm, whose
+        # launcher always stores it on this path). The barrier orders this program's own stores of
+        # s before its loads, whichever threads hold them.
+        tl.debug_barrier()
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok[:, None] & (start + cols < n_cols)
+            if DROPOUT_ADD:
+                s = tl.load(sum_ptr + dense + start + cols, mask=mask, other=0.0).to(COMPUTE)
+            else:
+                s = tl.load(x_ptr + x_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+            y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
+            if HAS_B:
+                y += tl.load(b_ptr + start + cols, mask=start + cols < n_cols, other=0.0).to(COMPUTE)
+            tl.store(y_ptr + dense + start + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
+
+
+@triton.jit
+def _row_means(gx, g, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr):
+    """c1 = mean(g * xhat) and (LayerNorm) c2 = mean(g), from [ROWS, BLOCK] arrays of the terms
+    g * xhat and g (or of their sums over several blocks)."""
+    sum_gx = tl.sum(gx, axis=1)
+    n = tl.full(sum_gx.shape, 0.0, sum_gx.dtype) + n_f
+    c1 = _rows.div(sum_gx, n, PRECISE)
+    if RMS:
+        return c1, c1  # c2 unused
+    else:
+        return c1, _rows.div(tl.sum(g, axis=1), n, PRECISE)
+
+
+@triton.jit
+def _grad_rows(g, xhat, rstd, c1, c2, RMS: tl.constexpr):
+    """d loss / d s = rstd * (g - xhat * c1 [- c2]), g = dy * (weight + offset)."""
+    if RMS:
+        return (g - xhat * c1[:, None]) * rstd[:, None]
+    else:
+        return (g - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
+
+
+@triton.jit(do_not_specialize=["seed", "threshold"])
+def _norm_bwd_kernel(
+    s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
+    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, tiles_per_group,
+    s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
+    HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
+    DROPOUT: tl.constexpr, HAS_DSUM: tl.constexpr, DRAW: tl.constexpr,
+    COMPUTE: tl.constexpr, ACC: tl.constexpr, PRECISE: tl.constexpr,
+):
+    # ds = d loss / d s (the norm's input): written to ds_ptr. With DROPOUT, dx = ds * keep * scale
+    # too (the gradient of the dropped input). Partial sums of this group's rows: dw (dy * xhat),
+    # db (dy), dxb (dx), one row each per group, in ACC.
+    group = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)[None, :]
+    part_row = group.to(tl.int64) * n_cols
+    if not SPLIT:
+        col_ok = cols < n_cols
+        wv = _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)
+        acc_dw = tl.full([ROWS, BLOCK], 0.0, ACC)
+        acc_db = tl.full([ROWS, BLOCK], 0.0, ACC)
+        acc_dxb = tl.full([ROWS, BLOCK], 0.0, ACC)
+        for t in range(0, tiles_per_group):
+            rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+            row_ok = rows < n_rows
+            mask = row_ok[:, None] & col_ok
+            dense = rows.to(tl.int64)[:, None] * n_cols
+            s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
+            g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+            s = tl.load(s_ptr + s_off + cols, mask=mask, other=0.0).to(COMPUTE)
+            dy = tl.load(dy_ptr + g_off + cols, mask=mask, other=0.0).to(COMPUTE)
+            k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
+            m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
+            rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
+            xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
+            g = dy * wv
+            c1, c2 = _row_means(g * xhat, g, n_f, RMS, PRECISE)
+            ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
+            if HAS_DSUM:
+                h_off = _rows.row_offset(rows, h_inner, h_so, h_si)[:, None]
+                ds += tl.load(dsum_ptr + h_off + cols, mask=mask, other=0.0).to(COMPUTE)
+            tl.store(ds_ptr + dense + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
+            if DROPOUT:
+                keep = keep_mask(seed, threshold, rows, 0, ROWS, BLOCK, DRAW)
+                dx = ds * tl.where(keep, scale, 0.0)
+                tl.store(dx_ptr + dense + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
+                if DXB:
+                    acc_dxb += tl.where(mask, dx, 0.0).to(ACC)
+            if DW:
+                acc_dw += tl.where(mask, dy * xhat, 0.0).to(ACC)
+            if DB:
+                acc_db += dy.to(ACC)
+        if DW:
+            tl.store(dw_part + part_row + cols, tl.sum(acc_dw, axis=0)[None, :], mask=col_ok)
+        if DB:
+            tl.store(db_part + part_row + cols, tl.sum(acc_db, axis=0)[None, :], mask=col_ok)
+        if DXB:
+            tl.store(dxb_part + part_row + cols, tl.sum(acc_dxb, axis=0)[None, :], mask=col_ok)
+    else:
+        # Rows wider than a block: per row tile, one pass for the row sums c1 and c2, one to write
+        # ds (and dx). The partial rows live in global memory (read-modify-write by this program
+        # only, L2-resident); a tile's first visit (t == 0) starts them from 0.
+        for t in range(0, tiles_per_group):
+            rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+            row_ok = rows < n_rows
+            dense = rows.to(tl.int64)[:, None] * n_cols
+            s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
+            g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+            h_off = _rows.row_offset(rows, h_inner, h_so, h_si)[:, None]
+            k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
+            m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
+            rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
+            # Pass 1: the row sums, accumulated elementwise over the blocks and reduced once.
+            gx = tl.full([ROWS, BLOCK], 0.0, COMPUTE)
+            gs = tl.full([ROWS, BLOCK], 0.0, COMPUTE)
+            for start in range(0, n_cols, BLOCK):
+                mask = row_ok[:, None] & (start + cols < n_cols)
+                s = tl.load(s_ptr + s_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+                dy = tl.load(dy_ptr + g_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+                g = dy * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
+                gx += g * tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
+                gs += g
+            c1, c2 = _row_means(gx, gs, n_f, RMS, PRECISE)
+            for start in range(0, n_cols, BLOCK):
+                col_ok = start + cols < n_cols
+                mask = row_ok[:, None] & col_ok
+                s = tl.load(s_ptr + s_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+                dy = tl.load(dy_ptr + g_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+                g = dy * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
+                xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
+                ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
+                if HAS_DSUM:
+                    ds += tl.load(dsum_ptr + h_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
+                tl.store(ds_ptr + dense + start + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
+                carry = col_ok & (t > 0)  # partial rows hold earlier tiles' sums from t = 1 on
+                if DROPOUT:
+                    keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
+                    dx = ds * tl.where(keep, scale, 0.0)
+                    tl.store(dx_ptr + dense + start + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
+                    if DXB:
+                        part = dxb_part + part_row + start + cols
+                        prev = tl.load(part, mask=carry, other=0.0)
+                        tl.store(part, prev + tl.sum(tl.where(mask, dx, 0.0).to(ACC), axis=0)[None, :], mask=col_ok)
+                if DW:
+                    part = dw_part + part_row + start + cols
+                    prev = tl.load(part, mask=carry, other=0.0)
+                    tl.store(part, prev + tl.sum(tl.where(mask, dy * xhat, 0.0).to(ACC), axis=0)[None, :], mask=col_ok)
+                if DB:
+                    part = db_part + part_row + start + cols
+                    prev = tl.load(part, mask=carry, other=0.0)
+                    tl.store(part, prev + tl.sum(dy.to(ACC), axis=0)[None, :], mask=col_ok)
+            tl.debug_barrier()  # this tile's partial updates before the next tile's reads
+
+
+@triton.jit
+def _sum_partials_kernel(part_ptr, out_ptr, n_groups, n_cols,
+                         GROUPS: tl.constexpr, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    """out[p, :] = sum over groups of part[p, g, :], in a fixed order, cast to out's dtype."""
+    which = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    col_ok = cols < n_cols
+    base = part_ptr + which * n_groups * n_cols
+    acc = tl.full([GROUPS, BLOCK], 0.0, ACC)
+    for g0 in range(0, n_groups, GROUPS):
+        groups = g0 + tl.arange(0, GROUPS)
+        ok = (groups < n_groups)[:, None] & col_ok[None, :]
+        acc += tl.load(base + groups.to(tl.int64)[:, None] * n_cols + cols[None, :], mask=ok, other=0.0)
+    total = tl.sum(acc, axis=0)
+    tl.store(out_ptr + which * n_cols + cols, _rows.cast_for_store(total, out_ptr), mask=col_ok)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+class Forward(NamedTuple):
+    """What :func:`forward` produced. ``s``: the normalised rows (dropout-add-norm only, else None);
+    ``mask``: the keep-mask (when asked); ``stats``: (3, rows) K, m, rstd for the backward."""
+
+    y: torch.Tensor
+    s: torch.Tensor | None
+    mask: torch.Tensor | None
+    stats: torch.Tensor
+
+
+def forward(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, *, eps: float, rms: bool,
+    w_offset: float = 0.0, residual: torch.Tensor | None = None, xbias: torch.Tensor | None = None,
+    dropout: Dropout | None = None, store_sum: bool = False, store_mask: bool = False,
+) -> Forward:
+    """Normalise the rows of ``x`` (or of ``dropout(x + xbias) + residual`` when ``dropout`` is given).
+
+    Inputs are validated by the caller. ``store_sum`` asks for s (dropout-add-norm; always stored
+    when a row spans several blocks, since the second pass reads it back).
+    """
+    dropout_add = dropout is not None
+    n = x.shape[-1]
+    # Per-column vectors are read as dense rows: a strided or expanded one is copied (N elements).
+    weight, bias, xbias = (v.contiguous() if v is not None else None for v in (weight, bias, xbias))
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    src = _rows.row_layout(x)
+    stats = torch.empty((3, src.rows), dtype=_stats_dtype(x.dtype), device=x.device)
+    tile = _tile(n, x.dtype, backward=False, dropout=dropout_add)
+    split = tile.col_blocks > 1
+    store_sum = dropout_add and (store_sum or split)
+    s = torch.empty(x.shape, dtype=x.dtype, device=x.device) if store_sum else None
+    mask = torch.empty(x.shape, dtype=torch.bool, device=x.device) if store_mask else None
+    if y.numel() == 0:
+        return Forward(y, s, mask, stats)
+    res = _rows.row_layout(residual) if dropout_add else src
+    drop = dropout or _NO_DROPOUT
+    with _rows.launch_guard(x):
+        _norm_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
+            src.tensor, res.tensor, x if xbias is None else xbias, x if weight is None else weight,
+            x if bias is None else bias, y, y if s is None else s, y if mask is None else mask, stats,
+            src.rows, n, float(n), eps, w_offset, drop.seed, drop.threshold, drop.scale,
+            *src.kernel_args(), *res.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, SPLIT=split, RMS=rms, HAS_W=weight is not None,
+            HAS_B=bias is not None, DROPOUT_ADD=dropout_add, HAS_XBIAS=xbias is not None, DRAW=drop.threshold >= 0,
+            STORE_SUM=store_sum, STORE_MASK=store_mask, num_warps=tile.num_warps, **_numerics(x.dtype),
+        )
+    return Forward(y, s, mask, stats)
+
+
+class Backward(NamedTuple):
+    """Gradients from :func:`backward`; None where not asked for."""
+
+    ds: torch.Tensor
+    dx: torch.Tensor | None
+    dweight: torch.Tensor | None
+    dbias: torch.Tensor | None
+    dxbias: torch.Tensor | None
+
+
+def backward(
+    src: torch.Tensor, dy: torch.Tensor, weight: torch.Tensor | None, stats: torch.Tensor, *, rms: bool,
+    w_offset: float = 0.0, dsum: torch.Tensor | None = None, dropout: Dropout | None = None,
+    need_dweight: bool = False, need_dbias: bool = False, need_dxbias: bool = False,
+) -> Backward:
+    """Gradients of a :func:`forward` call.
+
+    ``src`` is what was normalised (x, or the stored s of dropout-add-norm); ``dy`` the gradient of
+    the output; ``dsum`` that of the returned prenorm sum, if any. ``ds`` is the gradient of the
+    normalised rows; with ``dropout``, ``dx = ds * keep * scale`` is the gradient of the dropped
+    input. dweight, dbias (of the norm) and dxbias (of the bias added before dropout) are column
+    sums, reduced without atomics (module docstring).
+    """
+    n = src.shape[-1]
+    dtype = src.dtype
+    weight = weight.contiguous() if weight is not None else None
+    ds = torch.empty(src.shape, dtype=dtype, device=src.device)
+    dx = torch.empty(src.shape, dtype=dtype, device=src.device) if dropout is not None else None
+    need_dweight = need_dweight and weight is not None
+    need_dxbias = need_dxbias and dropout is not None
+    parts = int(need_dweight) + int(need_dbias) + int(need_dxbias)
+    if ds.numel() == 0:
+        sums = torch.zeros((parts, n), dtype=dtype, device=src.device)
+        return _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias)
+    s_rows = _rows.row_layout(src)
+    g_rows = _rows.row_layout(dy)
+    h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
+    tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
+    row_tiles = triton.cdiv(s_rows.rows, tile.rows)
+    tiles_per_group = _tiles_per_group(src, row_tiles)
+    groups = triton.cdiv(row_tiles, tiles_per_group)
+    numerics = _numerics(dtype)
+    acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32
+    partials = torch.empty((parts, groups, n) if parts else (1,), dtype=acc_dtype, device=src.device)
+    views = iter(partials.unbind(0) if parts else ())
+    dw_part = next(views) if need_dweight else partials
+    db_part = next(views) if need_dbias else partials
+    dxb_part = next(views) if need_dxbias else partials
+    drop = dropout or _NO_DROPOUT
+    with _rows.launch_guard(src):
+        _norm_bwd_kernel[(groups,)](
+            s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, ds,
+            ds if dx is None else dx, dw_part, db_part, dxb_part,
+            s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, tiles_per_group,
+            *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
+            DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
+            HAS_DSUM=dsum is not None, num_warps=tile.num_warps, **numerics,
+        )
+        sums = torch.empty((parts, n), dtype=dtype, device=src.device)
+        if parts:
+            group_tile, block = _rows.limits_for_backend(_GPU_PART, _INTERPRETER_PART)
+            _sum_partials_kernel[(parts, triton.cdiv(n, block))](
+                partials, sums, groups, n, GROUPS=group_tile, BLOCK=block, ACC=numerics["ACC"],
+            )
+    return _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias)
+
+
+def _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias) -> Backward:
+    rows = iter(sums.unbind(0))
+    return Backward(
+        ds, dx,
+        next(rows) if need_dweight else None,
+        next(rows) if need_dbias else None,
+        next(rows) if need_dxbias else None,
+    )
