@@ -1,0 +1,48 @@
+"""Reference for ``kernels.layer_norm.layer_norm``: LayerNorm over the last dimension."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
+) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+
+
+def layer_norm_primitive(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
+) -> torch.Tensor:
+    """The same op from elementwise ops and reductions (as models often write it), in x's dtype."""
+    mean = x.mean(dim=-1, keepdim=True)
+    centred = x - mean
+    y = centred * torch.rsqrt(centred.pow(2).mean(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def term_magnitudes(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
+) -> torch.Tensor:
+    """The sum of |terms| behind each output element (``harness.numerics``): the output is
+    ``weight * rstd * (x - mean) + bias``, so ``(|x| + |mean|) * rstd * |weight| + |bias|``.
+
+    Where x sits near its row's mean, or the bias cancels the rest, the result is far below its
+    terms, and a kernel that rounds in another order is off by an fp32 ulp of the terms: several
+    ulps of a 16-bit result, while eager's own rounding there may be exact by luck. Two H100 bf16
+    cases: a kernel folding the output into ``x * a + c`` (a = weight * rstd) was off by 9.3e-8
+    at -5.2e-6 from terms of ~1 (2.31x eager's envelope); and ``weight * x_hat + bias`` cancelling
+    to -1.05e-6 from terms of ~1 (2.54x). Both errors are about one fp32 ulp of the terms.
+    """
+    mean = x.mean(dim=-1, keepdim=True)
+    centred = x - mean
+    rstd = torch.rsqrt(centred.pow(2).mean(dim=-1, keepdim=True) + eps)
+    terms = (x.abs() + mean.abs()) * rstd
+    if weight is not None:
+        terms = terms * weight.abs()
+    return terms + bias.abs() if bias is not None else terms

@@ -1,0 +1,61 @@
+"""What the normalisation specs share: generators of the hard cases, the call wrappers that choose
+which optional tensors a call passes, and the performance model (bytes moved, benchmark shapes).
+
+A leading underscore keeps the registry from looking for a spec here.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from harness import BenchShape
+from harness.case import torch_dtype
+
+# Value kinds of a norm's input: the usual scales, the extremes (huge: 1e4 and up, where fp16
+# squares overflow; tiny: 1e-12, variance far below eps) and rows whose statistics are degenerate.
+INPUT_VALUES = ("normal", "large", "small", "huge", "tiny", "constant_rows", "mixed_scales")
+WEIGHT_VALUES = ("normal", "small", "positive")
+
+EPS = st.sampled_from((1e-5, 1e-6, 1e-12, 0.1)) | st.floats(1e-8, 1e-2)
+BAD_EPS = [-1e-5, float("nan"), float("inf")]
+
+# Which optional per-column tensors a call passes: the spec always generates them, so the contract
+# check has each one to corrupt; the wrappers validate every generated tensor with the kernel's
+# own validation (a corrupted tensor raises even when this call would leave it out) and then drop
+# the ones the choice leaves out. The reference drops the same ones.
+AFFINE = ("weight+bias", "weight", "bias", "none")
+
+
+def keep(choice: str, name: str, tensor):
+    """``tensor`` if ``choice`` (an AFFINE entry) passes ``name``, else None."""
+    return tensor if name in choice.split("+") else None
+
+
+# ---- performance model ------------------------------------------------------------------------
+
+
+def elements(dims) -> int:
+    return dims.get("batch", 1) * dims["rows"] * dims["cols"]
+
+
+def row_bytes(dims, dtype, passes: int, vectors: int = 0) -> float:
+    """``passes`` full reads/writes of rows x cols plus ``vectors`` per-column vectors, in dtype."""
+    size = torch_dtype(dtype).itemsize
+    return (passes * elements(dims) + vectors * dims["cols"]) * size
+
+
+# Hidden sizes 256..16384 at 16M elements per tensor (32 MB in bf16: beyond the H100's L2 once
+# input and output are counted), plus the peers' shapes (shared/notes/peers-h100.md).
+SWEEP = (256, 512, 1024, 2048, 4096, 8192, 16384)
+SWEEP_ELEMENTS = 1 << 24
+
+
+def bench_shapes(scalars: dict, peers: tuple[tuple[int, int, str, bool], ...]) -> tuple[BenchShape, ...]:
+    """The peers' shapes (rows, cols, dtype, quick) and the bf16 hidden-size sweep."""
+    shapes = [BenchShape({"rows": r, "cols": c}, d, scalars, quick=q) for r, c, d, q in peers]
+    seen = {(r, c, d) for r, c, d, _ in peers}
+    for cols in SWEEP:
+        rows = SWEEP_ELEMENTS // cols
+        if (rows, cols, "bfloat16") not in seen:
+            shapes.append(BenchShape({"rows": rows, "cols": cols}, "bfloat16", scalars))
+    return tuple(shapes)
