@@ -1,0 +1,182 @@
+"""``gelu(x + bias)``: one Triton pass forward, one Triton pass backward.
+
+The fused GELU of model-parallel training libraries: the bias add of a linear layer whose matmul
+ran without it, folded into the activation. x has shape ``(..., N)``, bias ``(N,)`` broadcast over
+the rows. ``approximate`` follows ``torch.nn.functional.gelu``: ``"none"`` is the exact form
+``z Phi(z)`` (through an fp32 erfc, accurate in the tail where ``1 + erf`` cancels), ``"tanh"``
+the tanh approximation (through the sigmoid); both from ``kernels/_activations.py``.
+
+Forward: reads x and bias once, writes the output once. Backward: recomputes ``z = x + bias``
+from the saved inputs (one add; saving z or the output would cost the forward a write, and gelu
+is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in one pass, reducing
+``grad_bias`` (the sum of grad_x over rows) on the way in fp64 partial sums, one per row group
+(no atomics: bitwise reproducible; rounded once at the end).
+
+Arithmetic in fp32; fp32 results take the accurate exp/div/erfc (``PRECISE``), 16-bit results the
+fast ones (their errors stay ~1e-5 relative, far below a 16-bit ulp). The tiling is
+add_mul_act's (``kernels/_rows.py``): whole rows up to 1024 columns per block, several rows per
+program, strided leading dimensions read in place.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _activations, _rows
+from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
+
+OP = "bias_gelu"
+APPROXIMATE = ("none", "tanh")
+_ACT = {"none": "gelu", "tanh": "gelu_tanh"}
+
+# 16-bit elements: 1024 x 4 per program, 4 warps, 16-byte loads per thread and row (as add_mul_act,
+# measured at 96% of copy bandwidth on the H100 for fp32).
+_GPU_LIMITS = _rows.TileLimits(
+    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
+)
+# Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
+# split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
+# mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
+# a program make a CPU run 3-4x faster than 1.
+_INTERPRETER_LIMITS = _rows.TileLimits(
+    max_block=64, split_block=64, target_elems=256, max_rows=8, thread_bytes=64, max_warps=4
+)
+
+
+def _limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths (N) where the tiling changes on the current backend (for test shapes)."""
+    return _rows.block_boundaries(_limits())
+
+
+@triton.jit
+def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si):
+    """z = x + bias in fp32 for a [ROWS, BLOCK] tile (0 where masked)."""
+    x_row = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
+    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+    return x + b[None, :]
+
+
+@triton.jit
+def _bias_gelu_fwd_kernel(
+    x_ptr, b_ptr, out_ptr, n_rows, n_cols, x_inner, x_so, x_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+    out = _activations.activate(z, ACT, PRECISE)
+    dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
+
+
+@triton.jit
+def _bias_gelu_bwd_kernel(
+    x_ptr, b_ptr, g_ptr, gx_ptr, partial_ptr, n_rows, n_cols, tiles_per_group,
+    x_inner, x_so, x_si, g_inner, g_so, g_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
+):
+    # Program (column block, row group): the group's row tiles one after another, grad_bias's
+    # partial sum for the group in fp64 registers until the end.
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    group = tl.program_id(1)
+    acc = tl.zeros([ROWS, BLOCK], tl.float64)
+    for t in range(0, tiles_per_group):
+        rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+        mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
+        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)
+        acc += dz.to(tl.float64)
+    tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
+
+
+def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if out.numel() == 0:
+        return out
+    xl = _rows.row_layout(x)
+    tile = _rows.row_tile(xl.n, x.element_size(), _limits())
+    with _rows.launch_guard(x):
+        _bias_gelu_fwd_kernel[(triton.cdiv(xl.rows, tile.rows), tile.col_blocks)](
+            xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
+            num_warps=tile.num_warps,
+        )
+    return out
+
+
+def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch.Tensor):
+    """(grad_x, grad_bias partial sums: fp64, one row per row group)."""
+    grad_x = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = x.shape[-1]
+    if grad_x.numel() == 0:
+        return grad_x, torch.zeros((1, n), dtype=torch.float64, device=x.device)
+    xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
+    tile = _rows.row_tile(n, x.element_size(), _limits())
+    row_tiles = triton.cdiv(xl.rows, tile.rows)
+    tiles_per_group = _activations.bias_grad_tiles_per_group(x, row_tiles, tile.col_blocks)
+    groups = triton.cdiv(row_tiles, tiles_per_group)
+    partials = torch.empty((groups, n), dtype=torch.float64, device=x.device)
+    with _rows.launch_guard(x):
+        _bias_gelu_bwd_kernel[(tile.col_blocks, groups)](
+            xl.tensor, bias.contiguous(), gl.tensor, grad_x, partials, xl.rows, n, tiles_per_group,
+            *xl.kernel_args(), *gl.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
+            num_warps=tile.num_warps,
+        )
+    return grad_x, partials
+
+
+class _BiasGelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, bias, approximate: str):
+        ctx.save_for_backward(x, bias)
+        ctx.approximate = approximate
+        return _forward(x, bias, approximate)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, bias = ctx.saved_tensors
+        if grad.dtype != x.dtype:
+            grad = grad.to(x.dtype)
+        grad_x, partials = _backward(x, bias, ctx.approximate, grad)
+        need_x, need_bias = ctx.needs_input_grad[:2]
+        return (grad_x if need_x else None,
+                partials.sum(dim=0).to(bias.dtype) if need_bias else None, None)
+
+
+def _validate(x, bias, approximate) -> None:
+    check_tensor(OP, "x", x, min_ndim=1)
+    check_tensor(OP, "bias", bias)
+    check_same_device(OP, x=x, bias=bias)
+    check_same_dtype(OP, x=x, bias=bias)
+    check_shape(OP, "bias", bias, x.shape[-1:], "one value per element of x's last dimension")
+    check_choice(OP, "approximate", approximate, APPROXIMATE)
+
+
+def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """``gelu(x + bias)``, ``approximate`` ``"none"`` (exact, erf) or ``"tanh"`` as in ``F.gelu``.
+
+    x: ``(..., N)`` (``ndim >= 1``, any strides); bias: ``(N,)``; one dtype (float32, float16,
+    bfloat16) on one device. Returns a new contiguous tensor of x's shape and dtype; differentiable
+    in x and bias.
+
+    Raises TypeError for a non-tensor or an unsupported or mismatched dtype; ValueError for a wrong
+    shape or device or an unknown ``approximate``.
+    """
+    _validate(x, bias, approximate)
+    if torch.is_grad_enabled() and (x.requires_grad or bias.requires_grad):
+        return _BiasGelu.apply(x, bias, approximate)
+    return _forward(x, bias, approximate)  # no graph to record: skip autograd's overhead

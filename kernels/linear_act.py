@@ -1,0 +1,287 @@
+"""``act(x @ weight^T + bias)``: a Triton matmul with the bias and the activation in its epilogue.
+
+x has shape ``(..., K)``, weight ``(N, K)`` (torch.nn.Linear's layout, any strides), bias ``(N,)``;
+fp16 or bf16, accumulated in fp32. The hidden pre-activation ``z`` never round-trips through
+memory on its way to the activation: each program multiplies one ``BLOCK_M x BLOCK_N`` tile of
+``x @ weight^T`` in an fp32 accumulator (``tl.dot`` on the tensor cores), adds the bias, applies
+the activation (``kernels/_activations.py``) and stores the tile once.
+
+**Precision.** Only fp16 and bf16: on a GPU ``tl.dot`` on fp32 tiles defaults to TF32 (10-bit
+mantissas) where eager fp32 matmuls keep 23 bits, and forcing IEEE fp32 dots would leave the
+tensor cores; the harness's error budget is eager's own error in the same dtype, so a TF32 kernel
+would have to be excused rather than verified. For 16-bit inputs the tensor cores multiply exactly
+and accumulate in fp32, the same arithmetic as cuBLAS (other summation order; the envelope's
+calibration covers that). The epilogue works on the fp32 accumulator, so the output is rounded
+once, where eager rounds z to 16 bits and then the activation's result again.
+
+**Backward: saving z, not recomputing it.** The activation's gradient needs z. Recomputing it is
+a second full matmul (2MNK flops: for K = 4096 about 15x the cost of moving z through memory
+twice), so the forward stores z in the input dtype when a gradient will be needed (never under
+``torch.no_grad``, so inference pays nothing). Rounded z is exactly what eager's autograd uses
+(it differentiates the activation at its 16-bit z), so the gradient's error matches eager's kind.
+For relu the output itself is saved instead: relu'(z) = [z > 0] = [relu(z) > 0], so nothing extra
+is written at all. The backward then runs one Triton pass, ``grad_z = grad * act'(z)`` (fused,
+in fp32, rounded once), which also reduces ``grad_bias`` in fp64 partial sums per row group (as
+add_mul_act; bitwise reproducible), and two cuBLAS matmuls for ``grad_x = grad_z @ weight`` and
+``grad_weight = grad_z^T @ x``.
+
+**Tiles.** Fixed configurations, no autotuning (reproducible, no tuning runs inside
+benchmarks): on the GPU 128 x 256 x 64 tiles, 8 warps, 3 pipeline stages, grouped launch order
+(GROUP_M = 8, for L2 reuse of weight tiles) for large problems, the usual best Triton choice for
+fp16/bf16 GEMMs on an H100; smaller tiles for small M or N. Under the interpreter 16 x 16 x 16
+tiles and groups of 2, so that CPU-sized cases (a few dozen rows and features) still cross tile
+boundaries in every dimension and exercise the grouped order.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _activations, _matmul, _rows
+from kernels._runtime import interpreting
+from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
+
+OP = "linear_act"
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+DTYPES = (torch.float16, torch.bfloat16)
+
+
+class MatmulConfig(NamedTuple):
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    num_warps: int
+    num_stages: int
+
+
+# (min M, min N) -> config, first match wins. The lead tunes these on the H100 (see the report).
+_GPU_CONFIGS = (
+    ((1024, 1024), MatmulConfig(128, 256, 64, 8, 8, 3)),
+    ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
+    ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
+)
+_INTERPRETER_CONFIG = MatmulConfig(16, 16, 16, 2, 1, 1)
+
+# The elementwise grad_z pass: rows x columns tiles as the other activation kernels.
+_GPU_LIMITS = _rows.TileLimits(
+    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
+)
+_INTERPRETER_LIMITS = _rows.TileLimits(
+    max_block=32, split_block=32, target_elems=64, max_rows=8, thread_bytes=64, max_warps=4
+)
+
+
+@functools.lru_cache(maxsize=256)
+def matmul_config(m: int, n: int) -> MatmulConfig:
+    """The tile configuration for an (m x K) @ (K x n) product on the current backend."""
+    if interpreting():
+        return _INTERPRETER_CONFIG
+    for (min_m, min_n), config in _GPU_CONFIGS:
+        if m >= min_m and n >= min_n:
+            return config
+    return _GPU_CONFIGS[-1][1]
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Sizes where the tiling changes on the current backend (tile edges, for test shapes)."""
+    if interpreting():
+        c = _INTERPRETER_CONFIG
+        return (c.block_m, 2 * c.block_m)
+    return tuple(sorted({c.block_m for _, c in _GPU_CONFIGS} | {c.block_n for _, c in _GPU_CONFIGS}))
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def grouped_tile(pid, m, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of program ``pid`` in grouped order: GROUP_M row tiles sweep the columns
+    together, so the weight tiles they share stay in L2."""
+    num_m = tl.cdiv(m, BLOCK_M)
+    num_n = tl.cdiv(n, BLOCK_N)
+    per_group = GROUP_M * num_n
+    first_m = (pid // per_group) * GROUP_M
+    group_size = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_size
+    pid_n = (pid % per_group) // group_size
+    return pid_m, pid_n
+
+
+@triton.jit
+def _linear_act_fwd_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr, save_ptr, M, N, K,
+    x_inner, x_so, x_si, stride_wn, stride_wk,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr, ACT: tl.constexpr, SAVE_Z: tl.constexpr,
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    # Rows and columns past the edge are wrapped onto valid ones (their results are never stored),
+    # so the loads need no M/N masks; only a ragged last K block is masked.
+    x_rows = _rows.row_offset(rm % M, x_inner, x_so, x_si)
+    w_cols = (rn % N).to(tl.int64) * stride_wn
+    x_ptrs = x_ptr + x_rows[:, None] + rk[None, :]
+    w_ptrs = w_ptr + w_cols[None, :] + rk[:, None].to(tl.int64) * stride_wk
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            k_left = K - k * BLOCK_K
+            a = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=rk[:, None] < k_left, other=0.0)
+        acc = _matmul.dot(a, b, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    z = acc + tl.load(b_ptr + rn % N).to(tl.float32)[None, :]
+    mask = (rm < M)[:, None] & (rn < N)[None, :]
+    dense = rm.to(tl.int64)[:, None] * N + rn[None, :]
+    if SAVE_Z:
+        tl.store(save_ptr + dense, _rows.cast_for_store(z, save_ptr), mask=mask)
+    out = _activations.activate(z, ACT, False)
+    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
+
+
+@triton.jit
+def _act_grad_kernel(
+    z_ptr, g_ptr, gz_ptr, partial_ptr, n_rows, n_cols, tiles_per_group, g_inner, g_so, g_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr,
+):
+    # grad_z = grad * act'(z) over (column block, row group) programs; grad_bias's partial sum for
+    # the group in fp64 registers (as kernels/add_mul_act.py). z (for relu: the output) is dense.
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    group = tl.program_id(1)
+    acc = tl.zeros([ROWS, BLOCK], tl.float64)
+    for t in range(0, tiles_per_group):
+        rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+        mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        z = tl.load(z_ptr + dense, mask=mask, other=0.0).to(tl.float32)
+        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dz = tl.where(mask, g * _activations.activation_slope(z, ACT, False), 0.0)
+        tl.store(gz_ptr + dense, _rows.cast_for_store(dz, gz_ptr), mask=mask)
+        acc += dz.to(tl.float64)
+    tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+def _saves_output(activation: str) -> bool:
+    """relu's gradient needs only the sign of z, which its output carries (see the docstring)."""
+    return activation == "relu"
+
+
+def _forward(x, weight, bias, activation: str, save: bool):
+    """(out, saved): out of shape x.shape[:-1] + (N,); saved is z (or, for relu, out) when
+    ``save``, else None."""
+    n, k = weight.shape
+    out = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)
+    save_z = save and not _saves_output(activation)
+    z = torch.empty(out.shape, dtype=x.dtype, device=x.device) if save_z else None
+    saved = z if save_z else (out if save else None)
+    if out.numel() == 0:
+        return out, saved
+    xl = _rows.row_layout(x)
+    m = xl.rows
+    cfg = matmul_config(m, n)
+    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
+    with _rows.launch_guard(x):
+        _linear_act_fwd_kernel[grid](
+            xl.tensor, weight, bias.contiguous(), out, z if z is not None else out, m, n, k,
+            *xl.kernel_args(), weight.stride(0), weight.stride(1),
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+            EVEN_K=k % cfg.block_k == 0, ACT=activation, SAVE_Z=save_z,
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )
+    return out, saved
+
+
+def _act_grad(saved: torch.Tensor, grad: torch.Tensor, activation: str):
+    """(grad_z as a dense (M, N) tensor, grad_bias partial sums: fp64, one row per row group)."""
+    n = saved.shape[-1]
+    z2 = saved.reshape(-1, n)
+    grad_z = torch.empty(z2.shape, dtype=saved.dtype, device=saved.device)
+    if grad_z.numel() == 0:
+        return grad_z, torch.zeros((1, n), dtype=torch.float64, device=saved.device)
+    gl = _rows.row_layout(grad)
+    limits = _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+    tile = _rows.row_tile(n, saved.element_size(), limits)
+    row_tiles = triton.cdiv(z2.shape[0], tile.rows)
+    tiles_per_group = _activations.bias_grad_tiles_per_group(saved, row_tiles, tile.col_blocks)
+    groups = triton.cdiv(row_tiles, tiles_per_group)
+    partials = torch.empty((groups, n), dtype=torch.float64, device=saved.device)
+    with _rows.launch_guard(saved):
+        _act_grad_kernel[(tile.col_blocks, groups)](
+            z2, gl.tensor, grad_z, partials, z2.shape[0], n, tiles_per_group, *gl.kernel_args(),
+            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, num_warps=tile.num_warps,
+        )
+    return grad_z, partials
+
+
+class _LinearAct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, activation: str):
+        out, saved = _forward(x, weight, bias, activation, save=True)
+        ctx.save_for_backward(x, weight, saved)
+        ctx.activation = activation
+        ctx.bias_dtype = bias.dtype
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, weight, saved = ctx.saved_tensors
+        if grad.dtype != x.dtype:
+            grad = grad.to(x.dtype)
+        grad_z, partials = _act_grad(saved, grad, ctx.activation)
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        grad_x = (grad_z @ weight).reshape(x.shape) if need_x else None
+        grad_w = grad_z.t() @ x.reshape(-1, x.shape[-1]) if need_w else None
+        grad_b = partials.sum(dim=0).to(ctx.bias_dtype) if need_b else None
+        return grad_x, grad_w, grad_b, None
+
+
+def _validate(x, weight, bias, activation) -> None:
+    check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
+    check_tensor(OP, "weight", weight, dtypes=DTYPES, ndim=2)
+    check_tensor(OP, "bias", bias, dtypes=DTYPES)
+    check_same_device(OP, x=x, weight=weight, bias=bias)
+    check_same_dtype(OP, x=x, weight=weight, bias=bias)
+    if weight.shape[1] != x.shape[-1]:
+        raise ValueError(
+            f"{OP}: argument 'weight' has shape {tuple(weight.shape)}; expected (out_features, "
+            f"{x.shape[-1]}) (its second dimension is x's last, in_features)"
+        )
+    check_shape(OP, "bias", bias, weight.shape[:1], "one value per output feature, weight's first dimension")
+    check_choice(OP, "activation", activation, ACTIVATIONS)
+
+
+def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str = "gelu") -> torch.Tensor:
+    """``act(x @ weight^T + bias)`` with act one of relu, gelu (exact), gelu_tanh, silu.
+
+    x: ``(..., K)`` (``ndim >= 1``, any strides); weight: ``(N, K)`` (any strides); bias: ``(N,)``;
+    all float16 or all bfloat16, on one device. Returns a new contiguous ``(..., N)`` tensor;
+    differentiable in x, weight and bias.
+
+    Raises TypeError for a non-tensor or an unsupported (fp32 included, see the module docstring)
+    or mismatched dtype; ValueError for a wrong shape, rank or device or an unknown activation.
+    """
+    _validate(x, weight, bias, activation)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
+        return _LinearAct.apply(x, weight, bias, activation)
+    return _forward(x, weight, bias, activation, save=False)[0]
