@@ -1,0 +1,201 @@
+"""DLRM's dot interaction, forward and backward, in Triton.
+
+``dlrm_interaction(dense, sparse)``: dense (batch, dim) is the bottom MLP's output, sparse
+(batch, features, dim) the embedded categorical features. With ``Z = stack(dense, sparse)``
+(batch, T = features + 1, dim), the result is ``concat(dense, strict lower triangle of Z Z^T)``
+of shape (batch, dim + T (T - 1) / 2), the triangle in row-major order (pairs (1, 0), (2, 0),
+(2, 1), (3, 0), ...: ``torch.tril_indices(T, T, -1)``), as DLRM's ``interact_features`` does.
+
+Forward: one program per block of BLOCK_B samples. It loads the samples' Z as one
+(BLOCK_B, BLOCK_T, BLOCK_D) tile (row 0 from ``dense``, rows 1..F from ``sparse``, padding rows and
+columns zero), forms all Gram matrices with one batched ``tl.dot`` (fp32 accumulation) and stores
+the strict lower triangle straight into the output, beside the copy of ``dense``. The Gram matrix
+never touches memory, and neither does Z (eager materialises both, plus the gathered triangle).
+
+Backward: with ``g`` the gradient of the triangle and ``G`` the (T, T) matrix holding g below the
+diagonal, ``dZ = (G + G^T) Z``. Each program gathers the symmetric ``G + G^T`` of its samples from
+the gradient (element (i, j) and (j, i) both read pair (max, min); the diagonal is zero), multiplies
+it by Z in one batched ``tl.dot``, and writes ``dsparse = dZ[:, 1:]`` and
+``ddense = grad[:, :dim] + dZ[:, 0]`` (the dense vector reaches the output twice). One program
+writes each gradient element: no atomics, repeated calls are bitwise identical.
+
+Numerics: products of input-dtype values accumulated in fp32 (IEEE fp32 for fp32 inputs, never
+TF32), one rounding to the input dtype per output element. Any strides; outputs contiguous.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._matmul import dot
+from kernels._runtime import interpreting
+from kernels._validate import FLOAT_DTYPES, check_same_device, check_same_dtype, check_shape, check_tensor
+
+OP = "dlrm_interaction"
+DTYPES = FLOAT_DTYPES
+
+_INTERPRETING = interpreting()
+# Elements of Z per program on a GPU (BLOCK_B samples of BLOCK_T x BLOCK_D); under the interpreter
+# two samples per program, so that CPU-sized batches span several programs and a partial block.
+_GPU_TILE_ELEMS = 8192
+_GPU_MAX_BLOCK_B = 16
+_INTERPRETER_BLOCK_B = 2
+
+
+def _blocks(features: int, dim: int) -> tuple[int, int, int]:
+    """(BLOCK_B, BLOCK_T, BLOCK_D): tl.dot needs every tile side >= 16."""
+    block_t = max(16, triton.next_power_of_2(features + 1))
+    block_d = max(16, triton.next_power_of_2(dim))
+    if _INTERPRETING:
+        return _INTERPRETER_BLOCK_B, block_t, block_d
+    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_TILE_ELEMS // (block_t * block_d)))
+    return block_b, block_t, block_d
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Batch sizes where the tiling changes on the current backend (for test shapes)."""
+    return (_INTERPRETER_BLOCK_B,) if _INTERPRETING else (_GPU_MAX_BLOCK_B,)
+
+
+@triton.jit
+def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d):
+    """Z of BLOCK_B samples as a (BLOCK_B, BLOCK_T, BLOCK_D) tile, zero outside; and dense alone
+    as (BLOCK_B, 1, BLOCK_D)."""
+    b3 = offs_b.to(tl.int64)[:, None, None]
+    t3 = offs_t[None, :, None]
+    d3 = offs_d[None, None, :]
+    ok = (b3 < B) & (d3 < D)
+    dense = tl.load(DENSE + b3 * sd_b + d3 * sd_d, mask=ok, other=0.0)
+    in_sparse = ok & (t3 >= 1) & (t3 <= F)
+    z = tl.load(SPARSE + b3 * ss_b + (t3 - 1).to(tl.int64) * ss_f + d3 * ss_d, mask=in_sparse, other=0.0)
+    z = tl.where(t3 == 0, dense, z)
+    return z, dense
+
+
+@triton.jit
+def _interaction_fwd_kernel(
+    DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    offs_t = tl.arange(0, BLOCK_T)
+    offs_d = tl.arange(0, BLOCK_D)
+    z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+    out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
+    b_ok = (offs_b < B)[:, None, None]
+    d3 = offs_d[None, None, :]
+    tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
+
+    gram = dot(z, tl.permute(z, (0, 2, 1)), tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32))
+    i = offs_t[None, :, None]
+    j = offs_t[None, None, :]
+    lower = b_ok & (i > j) & (i <= F)
+    tl.store(out_row + (D + i * (i - 1) // 2 + j), _rows.cast_for_store(gram, OUT), mask=lower)
+
+
+@triton.jit
+def _interaction_bwd_kernel(
+    DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    offs_t = tl.arange(0, BLOCK_T)
+    offs_d = tl.arange(0, BLOCK_D)
+    z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+    b3 = offs_b.to(tl.int64)[:, None, None]
+    b_ok = b3 < B
+    grad_row = GRAD + b3 * sg_b
+
+    # G + G^T: element (i, j) is the gradient of pair (max(i, j), min(i, j)); zero on the diagonal.
+    i = offs_t[None, :, None]
+    j = offs_t[None, None, :]
+    hi = tl.maximum(i, j)
+    lo = tl.minimum(i, j)
+    pair = (D + hi * (hi - 1) // 2 + lo).to(tl.int64)
+    g = tl.load(grad_row + pair * sg_c, mask=b_ok & (i != j) & (hi <= F), other=0.0)
+    dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+
+    t3 = offs_t[None, :, None]
+    d3 = offs_d[None, None, :]
+    d_ok = d3 < D
+    # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
+    dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
+    tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
+    # ddense = grad[:, :D] + dZ[:, 0]
+    dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
+    g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(tl.float32)
+    tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+
+
+def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+    batch, dim = dense.shape
+    features = sparse.shape[1]
+    t = features + 1
+    out_cols = dim + t * (t - 1) // 2
+    out = torch.empty((batch, out_cols), dtype=dense.dtype, device=dense.device)
+    if out.numel() == 0:
+        return out
+    block_b, block_t, block_d = _blocks(features, dim)
+    with _rows.launch_guard(dense):
+        _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
+            dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=4,
+        )
+    return out
+
+
+def _backward(dense, sparse, grad):
+    batch, dim = dense.shape
+    features = sparse.shape[1]
+    ddense = torch.empty((batch, dim), dtype=dense.dtype, device=dense.device)
+    dsparse = torch.empty((batch, features, dim), dtype=dense.dtype, device=dense.device)
+    if batch == 0 or dim == 0:
+        return ddense, dsparse
+    block_b, block_t, block_d = _blocks(features, dim)
+    with _rows.launch_guard(dense):
+        _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
+            dense, sparse, grad, ddense, dsparse, batch, features, dim,
+            *dense.stride(), *sparse.stride(), *grad.stride(),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=4,
+        )
+    return ddense, dsparse
+
+
+class _Interaction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, dense, sparse):
+        ctx.save_for_backward(dense, sparse)
+        return _forward(dense, sparse)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        dense, sparse = ctx.saved_tensors
+        if grad.dtype != dense.dtype:  # autograd may hand a grad of another dtype; never mutate it
+            grad = grad.to(dense.dtype)
+        ddense, dsparse = _backward(dense, sparse, grad)
+        return (ddense if ctx.needs_input_grad[0] else None), (dsparse if ctx.needs_input_grad[1] else None)
+
+
+def dlrm_interaction(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+    """``concat(dense, strict lower triangle of Z Z^T)`` with ``Z = stack(dense, sparse)``.
+
+    dense: (batch, dim); sparse: (batch, features, dim); one dtype (float32, float16, bfloat16),
+    one device, any strides. Returns a contiguous (batch, dim + T (T - 1) / 2) tensor, T =
+    features + 1, pairs in ``torch.tril_indices(T, T, -1)`` order; differentiable in both inputs.
+
+    Raises TypeError for a non-tensor or an unsupported or mismatched dtype; ValueError for a wrong
+    rank, mismatched batch or dim, or a wrong device.
+    """
+    check_tensor(OP, "dense", dense, dtypes=DTYPES, ndim=2)
+    check_tensor(OP, "sparse", sparse, dtypes=DTYPES, ndim=3)
+    check_same_device(OP, dense=dense, sparse=sparse)
+    check_same_dtype(OP, dense=dense, sparse=sparse)
+    check_shape(OP, "sparse", sparse, (dense.shape[0], sparse.shape[1], dense.shape[1]),
+                "(batch, features, dim), batch and dim those of dense")
+    if torch.is_grad_enabled() and (dense.requires_grad or sparse.requires_grad):
+        return _Interaction.apply(dense, sparse)
+    return _forward(dense, sparse)

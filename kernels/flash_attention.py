@@ -1,0 +1,509 @@
+"""Flash attention (FlashAttention-2 scheme): forward and backward in Triton.
+
+``q, k, v``: (batch, heads, seq, head_dim), fp16 or bf16, head_dim 16, 32, 64 or 128, any strides.
+Returns ``softmax(q k^T * scale) v`` (optionally causal: query i sees keys j <= i) and the
+log-sum-exp of each row of scaled scores (fp32, (batch, heads, seq)). The log-sum-exp is a
+differentiable output: callers that merge attention computed in pieces (split keys, ring attention)
+combine partial outputs through it and need its gradient; it costs the backward one subtraction.
+
+Forward: one program per (block of BLOCK_M queries, batch x head). It streams the keys and values
+in blocks of BLOCK_N with an online softmax: a running row maximum m (in raw-score units), a running
+denominator l, and the fp32 accumulator rescaled by ``exp2((m_old - m_new) * scale * log2 e)``
+whenever the maximum grows. The exponent is ``(qk - m) * c`` with ``c = scale * log2(e)`` folded
+into one constant, then ``exp2``: subtracting the maximum before scaling keeps the largest p exactly
+1 whatever the logits' magnitude (one more add per score than the usual fused ``qk * c - m * c``,
+whose rounding of ``m * c`` moves every probability by eps * |score|). P is rounded to the
+input dtype for the tensor-core PV product; l is summed from the unrounded fp32 values. The key loop
+has two stages so that the common blocks carry no masks: blocks known to be fully visible run
+without any ``where``; only the last partial block (non-causal) or the diagonal blocks (causal) are
+masked. A causal program stops at its diagonal (blocks above it are never loaded), and causal
+programs start with the heaviest query blocks so the last wave is short.
+
+Backward (deterministic, no atomics), FlashAttention-2's scheme:
+ 1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32);
+ 2. one launch whose program ``(i, batch x head)`` does two independent jobs: it accumulates
+    dK and dV for key block i by looping over the query blocks that see it (recomputing
+    ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
+    per row; the log-sum-exp alone would reintroduce the eps * |score| error), ``dV += P^T dO``,
+    ``dS = P * (dP - D)``, ``dK += dS^T Q``), and it accumulates dQ for query block i by
+    looping over the key blocks it sees (``dQ += dS K``). Each output element is written by exactly
+    one program, so repeated calls are bitwise identical.
+Query rows past the end of the sequence are loaded as zeros with maximum +inf, which makes
+their P exactly 0, so the dK/dV loop needs no masks except the causal ones; the dQ loop masks the
+keys past the end in its last block (as the forward does).
+
+Numerics: fp32 accumulation everywhere; the roundings to the input dtype are exactly those of every
+flash kernel (P before PV and in dV, dS before dQ/dK, D from the stored output), and the reference
+(``references/flash_attention.py``) states them, so the harness's budget covers them.
+
+Tiling: on a GPU, blocks of 128 queries x 64 keys (4 warps for head_dim <= 64, 8 for 128), 3-4
+pipeline stages, and a shorter query block when a launch would not fill the device; under the
+interpreter, 32 x 16 (so that CPU-sized sequences span several blocks and the causal diagonal spans
+two key blocks, as 128 x 64 does on the GPU). See ``_GPU_FWD`` / ``_GPU_BWD``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._matmul import dot
+from kernels._runtime import interpreting
+from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
+
+OP = "flash_attention"
+DTYPES = (torch.float16, torch.bfloat16)
+HEAD_DIMS = (16, 32, 64, 128)
+
+_LOG2E = 1.4426950408889634
+
+
+# ----------------------------------------------------------------------------------------------
+# Launch configurations
+# ----------------------------------------------------------------------------------------------
+
+
+class FwdConfig(NamedTuple):
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+
+class BwdConfig(NamedTuple):
+    """dK/dV phase: key blocks of ``block_n1`` against query blocks of ``block_m1``; dQ phase:
+    query blocks of ``block_m2`` against key blocks of ``block_n2``. Program i does key block i
+    and query block i, so block_n1 == block_m2; the causal diagonals need block_n1 % block_m1 == 0
+    and block_m2 % block_n2 == 0."""
+
+    block_m1: int
+    block_n1: int
+    block_m2: int
+    block_n2: int
+    num_warps: int
+    num_stages: int
+
+
+# GPU (H100) choices by head_dim. Forward: 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32
+# accumulator (128 x 128) at 64 registers per thread. Backward: the dK/dV accumulators are two
+# block_n1 x head_dim fp32 tiles held across the loop, so block_n1 drops to 64 at head_dim 128
+# (128 would need 256 registers per thread with 4 warps). Tuned by benchmarks/tune_attention.py.
+_GPU_FWD = {
+    16: FwdConfig(128, 64, 4, 4),
+    32: FwdConfig(128, 64, 4, 4),
+    64: FwdConfig(128, 64, 4, 3),
+    128: FwdConfig(128, 64, 8, 3),
+}
+_GPU_BWD = {
+    16: BwdConfig(32, 128, 128, 32, 4, 4),
+    32: BwdConfig(32, 128, 128, 32, 4, 4),
+    64: BwdConfig(32, 128, 128, 32, 4, 4),
+    128: BwdConfig(32, 64, 64, 32, 4, 3),
+}
+# A forward launch with fewer programs than this many per SM switches to 64-query blocks.
+_GPU_MIN_PROGRAMS_PER_SM = 2
+_INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
+_INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
+
+_INTERPRETING = interpreting()
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: torch.device) -> FwdConfig:
+    if _INTERPRETING:
+        return _INTERPRETER_FWD
+    config = _GPU_FWD[head_dim]
+    programs = triton.cdiv(seq, config.block_m) * programs_per_block_row
+    if programs < _GPU_MIN_PROGRAMS_PER_SM * _sm_count(device.index or 0) and config.block_m > 64:
+        config = config._replace(block_m=64, num_warps=4)
+    return config
+
+
+def _bwd_config(head_dim: int) -> BwdConfig:
+    return _INTERPRETER_BWD if _INTERPRETING else _GPU_BWD[head_dim]
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Sequence lengths where the tiling changes on the current backend (for test shapes)."""
+    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _INTERPRETING else (_GPU_FWD[64], _GPU_BWD[64])
+    return tuple(sorted({fwd.block_m, fwd.block_n, bwd.block_m1, bwd.block_n1}))
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _exp2_shifted(qk, m, qk_scale, log2_l):
+    """``exp2((qk - m) * c - log2 l)``: softmax numerators (log2_l = 0) or probabilities.
+
+    The maximum is subtracted from the raw scores first, where the subtraction is exact for
+    scores near it (Sterbenz), and only then scaled. The usual folded form ``qk * c - m * c``
+    rounds ``m * c``, an error of eps * |score| in every exponent: with logits of 1e4 that is
+    1e-3, more than half an ulp of bf16 at 1, so the row's largest probability would round away
+    from the exact value eager gives it (1 / l), and every gradient through it would move.
+    """
+    return tl.math.exp2((qk - m) * qk_scale - log2_l)
+
+
+@triton.jit
+def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                offs_m, offs_d, lo, hi, seq, qk_scale,
+                BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+    """Fold key blocks [lo, hi) into the running (acc, l, m). MASK: 0 none (every key of every
+    block visible to every row), 1 causal (key j visible to row i iff j <= i), 2 keys < seq."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_offs_k = offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+        kv_offs_v = offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        if MASK == 0:
+            k = tl.load(k_base + kv_offs_k)
+            v = tl.load(v_base + kv_offs_v)
+        else:
+            in_seq = (offs_n < seq)[:, None]
+            k = tl.load(k_base + kv_offs_k, mask=in_seq, other=0.0)
+            v = tl.load(v_base + kv_offs_v, mask=in_seq, other=0.0)
+        qk = dot(q, tl.trans(k), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
+        if MASK == 1:
+            qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, -float("inf"))
+        elif MASK == 2:
+            qk = tl.where((offs_n < seq)[None, :], qk, -float("inf"))
+        # Every row has a visible key in the first block it folds (key 0, or a full block), so
+        # m_new is finite and alpha = exp2(-inf) = 0 on the first step, never NaN. The maximum is
+        # subtracted before scaling: qk - m is exact near the maximum, so the largest p is
+        # exactly 1 as in eager (see _exp2_shifted).
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = _exp2_shifted(qk, m_new[:, None], qk_scale, 0.0)
+        alpha = _exp2_shifted(m_i, m_new, qk_scale, 0.0)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = dot(_rows.cast_for_store(p, v_base), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    Q, K, V, O, LSE, M, L,
+    sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
+    H, SEQ, scale, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    SAVE_STATS: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    if CAUSAL:  # the last query blocks see the most keys: start them first
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    q_base = Q + b * sq_b + h * sq_h
+    k_base = K + b * sk_b + h * sk_h
+    v_base = V + b * sv_b + h * sv_h
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < SEQ
+    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        # Keys [0, start_m) are visible to every row of the block; the diagonal blocks are masked.
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
+                                    SEQ, qk_scale, BLOCK_N, 1)
+    else:
+        full = (SEQ // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
+
+    out = acc / l_i[:, None]
+    lse = m_i * scale + tl.log(l_i)
+    row = bh.to(tl.int64) * SEQ + offs_m
+    tl.store(O + row[:, None] * HEAD_DIM + offs_d[None, :], _rows.cast_for_store(out, O), mask=row_ok[:, None])
+    tl.store(LSE + row, lse, mask=row_ok)
+    if SAVE_STATS:  # the backward's P needs the raw maximum and the denominator, not only lse
+        tl.store(M + row, m_i, mask=row_ok)
+        tl.store(L + row, l_i, mask=row_ok)
+
+
+# ----------------------------------------------------------------------------------------------
+# Backward
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _bwd_delta_kernel(
+    O, DO, DLSE, DELTA, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
+    H, SEQ, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, HAS_DLSE: tl.constexpr,
+):
+    """D = rowsum(dO * O) - dlse for one block of query rows (O is this module's contiguous output)."""
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < SEQ
+    row = bh.to(tl.int64) * SEQ + offs_m
+    o = tl.load(O + row[:, None] * HEAD_DIM + offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    do = tl.load(DO + b * sdo_b + h * sdo_h + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d,
+                 mask=row_ok[:, None], other=0.0).to(tl.float32)
+    delta = tl.sum(o * do, 1)
+    if HAS_DLSE:
+        delta -= tl.load(DLSE + b * sdl_b + h * sdl_h + offs_m * sdl_s, mask=row_ok, other=0.0).to(tl.float32)
+    tl.store(DELTA + row, delta, mask=row_ok)
+
+
+@triton.jit
+def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                     sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
+                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr):
+    """Accumulate dK, dV of one key block over query blocks [lo, hi), in transposed form
+    (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < seq
+        q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
+        do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
+        m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
+        log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
+        delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
+        if CAUSAL_MASK:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
+        dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
+    return dk, dv
+
+
+@triton.jit
+def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                   offs_m, offs_d, lo, hi, seq, qk_scale,
+                   BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+    """Accumulate dQ of one query block over key blocks [lo, hi). MASK as in ``_fwd_blocks``.
+    Keys >= seq load as zeros; the bounds mask still zeroes their P, because exp2(-m * c) of a
+    row whose scores are very negative overflows, and inf * 0 would poison dQ."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        in_seq = (offs_n < seq)[:, None]
+        k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=in_seq, other=0.0)
+        v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=in_seq, other=0.0)
+        qk = dot(q, tl.trans(k), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
+        p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
+        if MASK == 1:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        elif MASK == 2:
+            p = tl.where((offs_n < seq)[None, :], p, 0.0)
+        dp = dot(do, tl.trans(v), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
+        ds = p * (dp - delta[:, None])
+        dq = dot(_rows.cast_for_store(ds, k_base), k, dq)
+    return dq
+
+
+@triton.jit
+def _attn_bwd_kernel(
+    Q, K, V, DO, M, L, DELTA, DQ, DK, DV,
+    sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
+    sdo_b, sdo_h, sdo_s, sdo_d,
+    H, SEQ, scale, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
+    BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    q_base = Q + b * sq_b + h * sq_h
+    k_base = K + b * sk_b + h * sk_h
+    v_base = V + b * sv_b + h * sv_h
+    do_base = DO + b * sdo_b + h * sdo_h
+    m_base = M + bh.to(tl.int64) * SEQ
+    l_base = L + bh.to(tl.int64) * SEQ
+    delta_base = DELTA + bh.to(tl.int64) * SEQ
+    offs_d = tl.arange(0, HEAD_DIM)
+
+    # ---- dK, dV for keys [start_n, start_n + BLOCK_N1) -----------------------------------------
+    start_n = tl.program_id(0) * BLOCK_N1
+    offs_n = start_n + tl.arange(0, BLOCK_N1)
+    key_ok = (offs_n < SEQ)[:, None]
+    k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=key_ok, other=0.0)
+    v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=key_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        # Queries before start_n never see these keys; those in the block's own span are masked.
+        dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                  sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                  start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True)
+        dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                  sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                  start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False)
+    else:
+        dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                  sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                  0, SEQ, SEQ, qk_scale, BLOCK_M1, False)
+    grad_row = bh.to(tl.int64) * SEQ
+    dkv_offs = (grad_row + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
+    tl.store(DK + dkv_offs, _rows.cast_for_store(dk * scale, DK), mask=key_ok)
+    tl.store(DV + dkv_offs, _rows.cast_for_store(dv, DV), mask=key_ok)
+
+    # ---- dQ for queries [start_m, start_m + BLOCK_M2) ------------------------------------------
+    start_m = tl.program_id(0) * BLOCK_M2
+    offs_m = start_m + tl.arange(0, BLOCK_M2)
+    row_ok = offs_m < SEQ
+    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
+    do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
+    m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
+    log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
+    delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+    dq = tl.zeros([BLOCK_M2, HEAD_DIM], tl.float32)
+    if CAUSAL:  # keys past the end are above the diagonal of every valid row: the causal mask
+        dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                            offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N2, 0)
+        dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                            offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M2, SEQ), SEQ, qk_scale,
+                            BLOCK_N2, 1)
+    else:
+        full = (SEQ // BLOCK_N2) * BLOCK_N2
+        dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                            offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N2, 0)
+        dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                            offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N2, 2)
+    dq_offs = (grad_row + offs_m)[:, None] * HEAD_DIM + offs_d[None, :]
+    tl.store(DQ + dq_offs, _rows.cast_for_store(dq * scale, DQ), mask=row_ok[:, None])
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
+    """(out, lse), plus (m, l) when ``save_stats``: each row's raw-score maximum and softmax
+    denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``)."""
+    batch, heads, seq, head_dim = q.shape
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
+    m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
+    if out.numel() > 0:
+        config = _fwd_config(head_dim, seq, batch * heads, q.device)
+        grid = (triton.cdiv(seq, config.block_m), batch * heads)
+        with _rows.launch_guard(q):
+            _attn_fwd_kernel[grid](
+                q, k, v, out, lse, m, l, *q.stride(), *k.stride(), *v.stride(),
+                heads, seq, scale, scale * _LOG2E,
+                HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
+                SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages,
+            )
+    return (out, lse, m, l) if save_stats else (out, lse)
+
+
+def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
+    batch, heads, seq, head_dim = q.shape
+    dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
+    if dq.numel() == 0:
+        return dq, dk, dv
+    config = _bwd_config(head_dim)
+    delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
+    dlse_arg = dlse if dlse is not None else delta  # never read when HAS_DLSE is false
+    dlse_strides = dlse.stride() if dlse is not None else (0, 0, 0)
+    with _rows.launch_guard(q):
+        _bwd_delta_kernel[(triton.cdiv(seq, config.block_m2), batch * heads)](
+            out, dout, dlse_arg, delta, *dout.stride(), *dlse_strides, heads, seq,
+            HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None,
+            num_warps=config.num_warps,
+        )
+        _attn_bwd_kernel[(triton.cdiv(seq, config.block_n1), batch * heads)](
+            q, k, v, dout, m, l, delta, dq, dk, dv,
+            *q.stride(), *k.stride(), *v.stride(), *dout.stride(),
+            heads, seq, scale, scale * _LOG2E,
+            HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1,
+            BLOCK_M2=config.block_m2, BLOCK_N2=config.block_n2, CAUSAL=causal,
+            num_warps=config.num_warps, num_stages=config.num_stages,
+        )
+    return dq, dk, dv
+
+
+class _FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal: bool, scale: float):
+        out, lse, m, l = _forward(q, k, v, causal, scale, save_stats=True)
+        ctx.save_for_backward(q, k, v, out, m, l)
+        ctx.causal, ctx.scale = causal, scale
+        ctx.set_materialize_grads(False)  # an unused output's gradient arrives as None, not zeros
+        return out, lse
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout, dlse):
+        q, k, v, out, m, l = ctx.saved_tensors
+        if dout is None and dlse is None:
+            return None, None, None, None, None
+        # Autograd may hand gradients of another dtype; convert, never mutate them.
+        dout = torch.zeros_like(out) if dout is None else dout.to(out.dtype)
+        if dlse is not None:
+            dlse = dlse.to(torch.float32)
+        dq, dk, dv = _backward(q, k, v, out, m, l, dout, dlse, ctx.causal, ctx.scale)
+        need_q, need_k, need_v = ctx.needs_input_grad[:3]
+        return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
+
+
+def _validate(q, k, v, causal, scale) -> float:
+    check_tensor(OP, "q", q, dtypes=DTYPES, ndim=4)
+    check_tensor(OP, "k", k, dtypes=DTYPES, ndim=4)
+    check_tensor(OP, "v", v, dtypes=DTYPES, ndim=4)
+    check_same_device(OP, q=q, k=k, v=v)
+    check_same_dtype(OP, q=q, k=k, v=v)
+    check_shape(OP, "k", k, q.shape, "(batch, heads, seq, head_dim) of q")
+    check_shape(OP, "v", v, q.shape, "(batch, heads, seq, head_dim) of q")
+    head_dim = q.shape[-1]
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"{OP}: argument 'q' has head_dim {head_dim}; supported: {', '.join(map(str, HEAD_DIMS))}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"{OP}: argument 'causal' must be a bool, got {type(causal).__name__}")
+    if scale is None:
+        return head_dim ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"{OP}: argument 'scale' must be a float or None, got {type(scale).__name__}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"{OP}: argument 'scale' must be a positive finite float, got {scale}")
+    return float(scale)
+
+
+def flash_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention and the log-sum-exp of its scores, FlashAttention-2 style.
+
+    q, k, v: (batch, heads, seq, head_dim), one dtype (float16 or bfloat16), one device, any
+    strides; head_dim one of 16, 32, 64, 128. ``causal``: query i attends to keys j <= i.
+    ``scale``: the factor on q k^T (default 1/sqrt(head_dim)); positive and finite.
+
+    Returns ``(out, lse)``: out ``softmax(q k^T * scale) v`` (contiguous, q's dtype) and lse
+    ``logsumexp(q k^T * scale, -1)`` (contiguous, float32, (batch, heads, seq)). Both are
+    differentiable in q, k and v.
+
+    Raises TypeError for a non-tensor, an unsupported or mismatched dtype, a non-bool causal or a
+    non-numeric scale; ValueError for a wrong rank, shape, head_dim, device or scale.
+    """
+    scale = _validate(q, k, v, causal, scale)
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _FlashAttention.apply(q, k, v, causal, scale)
+    return _forward(q, k, v, causal, scale)  # no graph to record: skip autograd's overhead

@@ -1,0 +1,126 @@
+"""Reference for ``kernels.flash_attention.flash_attention``: ``softmax(q k^T * scale) v`` and the
+log-sum-exp of each row of scores.
+
+The arithmetic is fp32 for fp16/bf16 inputs (fp64 for fp64 inputs, which is how the harness builds
+its oracle), with the three roundings to the input dtype that every flash-attention kernel makes
+and that no choice of block size avoids. They are stated here so that the harness's error budget,
+which is calibrated on this function run in the kernel's dtype, contains them:
+
+1. **P before the PV product.** The forward rounds the unnormalised probabilities
+   ``p = exp(s - max)`` to the input dtype before ``p @ v`` (tensor cores multiply fp16/bf16 tiles)
+   and sums the denominator ``l = sum(p)`` from the unrounded values; the backward recomputes the
+   normalised ``P = p / l`` from the log-sum-exp and rounds that for ``dV = P^T dO``. (Which of the
+   two is rounded matters: the row's largest p is exactly 1, its P is not.)
+2. **dS before the dQ and dK products.** The score gradient ``dS = P * (dP - D)`` is rounded to
+   the input dtype before ``dQ = dS K`` and ``dK = dS^T Q``.
+3. **D from the stored output.** The backward's row term ``D = rowsum(dO * O) - dlse`` uses the
+   output as stored, rounded to the input dtype (FlashAttention-2's preprocessing step), not the
+   unrounded fp32 output. In rows where attention is peaked the true ``dQ`` is tiny and this
+   rounding is most of a flash kernel's error there; without it the budget would demand more than
+   any flash backward can give.
+
+Without these, eager in fp16 makes only the final rounding of the output, and a flash kernel's
+legitimate error (each P element off by half an ulp, summed over the keys) would exceed that
+envelope wherever the output cancels. With them, eager and kernel make the same kinds of rounding
+at the same points, each with its own rounding pattern, and the budget compares like with like.
+In fp64 (the oracle) every rounding is the identity: the oracle is exact attention with exact
+autograd gradients.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class _RoundGradient(torch.autograd.Function):
+    """``x`` unchanged; the gradient flowing back through it is rounded to ``dtype``."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.dtype = dtype
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _round(grad, ctx.dtype), None
+
+
+class _Attend(torch.autograd.Function):
+    """``O = round(p) @ v / l`` for unnormalised probabilities ``p`` and their row sums ``l``.
+
+    The backward is exact except for the roundings a flash backward makes, with ``P = p / l``:
+    ``dv = round(P)^T dO`` (the backward recomputes P normalised, from the log-sum-exp, and rounds
+    it for the tensor cores: rounding 1 of the module docstring applies to P as the kernel holds
+    it in each pass), ``dp = dO v^T / l``, and ``dl = -rowsum(dO * round(O)) / l`` (rounding 3).
+    """
+
+    @staticmethod
+    def forward(ctx, p, l, v, dtype):
+        out = (_round(p, dtype) @ v) / l
+        ctx.save_for_backward(p, l, v, out)
+        ctx.dtype = dtype
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        p, l, v, out = ctx.saved_tensors
+        grad_v = _round(p / l, ctx.dtype).transpose(-2, -1) @ grad
+        grad_p = (grad @ v.transpose(-2, -1)) / l
+        grad_l = -(grad * _round(out, ctx.dtype)).sum(dim=-1, keepdim=True) / l
+        return grad_p, grad_l, grad_v, None
+
+
+def _round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` rounded to ``dtype`` and returned in its own dtype (the identity when dtype is x's)."""
+    return x.to(dtype).to(x.dtype)
+
+
+def flash_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output in q's dtype, log-sum-exp of the scaled scores in fp32, or fp64 for fp64 inputs)."""
+    dtype = q.dtype
+    compute = torch.promote_types(dtype, torch.float32)
+    if scale is None:
+        scale = q.shape[-1] ** -0.5
+    s = (q.to(compute) @ k.to(compute).transpose(-2, -1)) * scale
+    s = _RoundGradient.apply(s, dtype)
+    if causal:
+        n = s.shape[-1]
+        future = torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1)
+        s = s.masked_fill(future, float("-inf"))
+    m = s.amax(dim=-1, keepdim=True).detach()  # a shift for stability: its gradient cancels exactly
+    p = torch.exp(s - m)
+    l = p.sum(dim=-1, keepdim=True)
+    out = _Attend.apply(p, l, v.to(compute), dtype)
+    lse = (m + torch.log(l)).squeeze(-1)
+    return out.to(dtype), lse
+
+
+def term_magnitudes(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sums of |terms| behind each output element (``harness.numerics``): ``softmax(s) @ |v|``
+    for the output, ``|max s| + |log l| + sum_j P_j sum_d |q_d k_jd| * scale`` for the log-sum-exp
+    (the last term: each score is a dot product of its own, which cancels when q or k is small
+    against the other; the CPU run found a one-key causal row, lse = s = 3.9e-4 from terms of
+    ~1e-3, where the kernel's other summation order was 2.08x eager's envelope). Both outputs cancel (the output
+    where v's signs mix, the log-sum-exp where log l offsets the maximum), and a flash kernel's
+    probabilities are rounded against a running maximum, not the final one: for a near-uniform
+    row they then round to 1 or to 1 - 2^-8 differently from eager's (an H100 nightly case, bf16,
+    seq 127, output 0.0023 from terms of ~0.8: kernel 0.002441, eager 0.002274, oracle 0.002288;
+    a 64-key-block simulation of the kernel's roundings gives 0.002441 exactly)."""
+    if scale is None:
+        scale = q.shape[-1] ** -0.5
+    s = (q @ k.transpose(-2, -1)) * scale
+    # Each score is itself a dot product that may cancel: its error is an ulp of sum |q_d k_d|.
+    s_terms = (q.abs() @ k.abs().transpose(-2, -1)) * abs(scale)
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    m = s.amax(dim=-1, keepdim=True)
+    p = torch.exp(s - m)
+    l = p.sum(dim=-1, keepdim=True)
+    # d lse / d s_j = P_j: a score's error reaches the log-sum-exp weighted by its probability.
+    score_terms = (p * s_terms).sum(dim=-1, keepdim=True) / l
+    return (p @ v.abs()) / l, (m.abs() + torch.log(l).abs() + score_terms).squeeze(-1)
