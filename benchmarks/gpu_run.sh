@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What this project runs on a GPU machine, in few calls. The machine needs torch, triton,
 # hypothesis, pytest, pytest-xdist, jinja2, matplotlib (and scipy); no network. Writes under $OUT
-# (default ./out), one log per mode.
+# (default ./out), one log per mode. PROFILE (default nightly) picks the verification profile.
 #
 #   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n 16 with the nightly profile, faults included
+#   bash benchmarks/gpu_run.sh verify-each KERNEL...  the same, one pytest per kernel with its own time limit
+#                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
 #   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification, the
 #                                                     full benchmark sweep, baselines) into $OUT/NAME
 #   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
@@ -20,7 +22,8 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 mode=$1
 shift
-log="$OUT/log_$mode${1:+_$1}.txt"
+log="$OUT/log_$mode.txt"
+[ "$mode" = bench ] && log="$OUT/log_bench_$1.txt"
 {
   nvidia-smi -L
   python3 -c "import torch, triton, sys; print('torch', torch.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
@@ -28,16 +31,25 @@ log="$OUT/log_$mode${1:+_$1}.txt"
 } > "$log" 2>&1
 case "$mode" in
   verify)
-    HARNESS_PROFILE=nightly timeout "${STEP_TIMEOUT:-540}" python3 -m pytest -n 16 -q -p no:cacheprovider -p no:benchmark \
+    HARNESS_PROFILE=${PROFILE:-nightly} timeout "${STEP_TIMEOUT:-540}" python3 -m pytest -n 16 -q -p no:cacheprovider -p no:benchmark \
       --durations=20 tests/test_kernels.py tests/test_faults.py "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
+    [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
+    ;;
+  verify-each)
+    for kernel in "$@"; do
+      echo "== $kernel" >> "$log"
+      HARNESS_PROFILE=${PROFILE:-nightly} timeout "${STEP_TIMEOUT:-150}" python3 -m pytest -n 16 -q -p no:cacheprovider -p no:benchmark \
+        --durations=5 tests/test_kernels.py --kernels "$kernel" >> "$log" 2>&1
+      echo "pytest $kernel rc=$?" >> "$log"
+    done
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     ;;
   bench)
     name=$1
     shift
     timeout "${STEP_TIMEOUT:-540}" python3 -m harness nightly --out "$OUT/$name" --profile ci --max-examples 2 \
-      --update-baseline --shard "$name" "$@" >> "$log" 2>&1
+      --jobs "${JOBS:-8}" --verify-budget "${VERIFY_BUDGET:-120}" --update-baseline --shard "$name" "$@" >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
     # the device tool returns no file names with '+': record baselines from results.json with
     # harness record-baseline OUT/NAME/results.json; the history has one line, derivable from it
@@ -58,7 +70,7 @@ case "$mode" in
     echo "pytest rc=$?" >> "$log"
     ;;
   *)
-    echo "unknown mode $mode (verify, bench, gate, tune, spread)" >&2
+    echo "unknown mode $mode (verify, verify-each, bench, gate, tune, spread)" >&2
     exit 2
     ;;
 esac

@@ -20,9 +20,10 @@ from kernels import _rows
 
 SHAPES = ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16), (32768, 128, torch.float32),
           (4096, 32768, torch.float32), (16384, 4096, torch.float16))
-TARGET_ELEMS = (128, 256, 512, 1024, 2048, 4096)
+TARGET_ELEMS = (128, 256, 512, 1024, 2048, 4096, 8192)
 THREAD_BYTES = (16, 32, 64, 128)
 MAX_BLOCKS = (16384, 32768)  # 32768: a 32K-element row held in registers instead of two passes
+MAX_ROWS = (16, 64)  # short rows: more rows per program than the default cap
 
 
 def main(path: str) -> None:
@@ -41,10 +42,10 @@ def main(path: str) -> None:
             "compile_fwd": lambda i: compiled(xs[i]),
         }
         configs = {}
-        for target, thread_bytes, max_block in itertools.product(TARGET_ELEMS, THREAD_BYTES, MAX_BLOCKS):
-            limits = base._replace(target_elems=target, thread_bytes=thread_bytes, max_block=max_block)
+        for target, thread_bytes, max_block, max_rows in itertools.product(TARGET_ELEMS, THREAD_BYTES, MAX_BLOCKS, MAX_ROWS):
+            limits = base._replace(target_elems=target, thread_bytes=thread_bytes, max_block=max_block, max_rows=max_rows)
             tile = _rows.row_tile(cols, dtype.itemsize, limits)
-            label = f"t{target}_b{thread_bytes}_m{max_block}"
+            label = f"t{target}_b{thread_bytes}_m{max_block}_r{max_rows}"
             if (tile.rows, tile.num_warps, tile.block, tile.col_blocks) in configs.values():
                 continue  # same launch as a config already listed
             configs[label] = (tile.rows, tile.num_warps, tile.block, tile.col_blocks)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -165,7 +166,9 @@ def cmd_repro(args: argparse.Namespace) -> int:
 
 def _progress_printer():
     def show(message: str) -> None:
-        console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}", markup=True)
+        # escaped: labels such as "add_mul_act[cuda]" are not rich markup (unescaped, the
+        # implementation's name vanished from the line)
+        console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {escape(message)}", markup=True)
 
     return show
 
@@ -212,6 +215,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_nightly(args: argparse.Namespace) -> int:
     from harness.nightly import run_nightly
 
+    if args.verify_budget is not None and args.jobs is None:
+        console.print("[red]error:[/red] --verify-budget needs --jobs (a budget stops worker processes)")
+        return 2
     configure_backend()
     device = select_device()
     specs = _load(_csv(args.kernels))
@@ -220,6 +226,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         specs, device, out, profile=args.profile, seed=args.seed, quick=args.quick, bench=not args.no_bench,
         baselines=Path(args.baselines), update_baseline=args.update_baseline, force=args.force,
         history=Path(args.history) if args.history else None, shard=args.shard, max_examples=args.max_examples,
+        jobs=args.jobs, verify_deadline_s=args.verify_budget, bench_budget_s=args.bench_budget,
         progress=_progress_printer(),
     )
     from harness.results import Outcome
@@ -277,6 +284,20 @@ def cmd_record_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="verify fused kernels against their references")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -329,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shard", help="name of this shard when several runners split the work")
     p.add_argument("--max-examples", type=int, default=None,
                    help="cap examples per property (when pytest -n auto already ran the deep verification)")
+    p.add_argument("--jobs", type=_positive_int, default=None,
+                   help="verify in this many worker processes, each pinned to a GPU round-robin")
+    p.add_argument("--verify-budget", type=_positive_float, default=None, metavar="SECONDS",
+                   help="with --jobs: stop verification after this long; unfinished checks are reported as skipped")
+    p.add_argument("--bench-budget", type=_positive_float, default=None, metavar="SECONDS",
+                   help="start no benchmark shape after this long; the shapes left out are listed in the reports")
     p.set_defaults(func=cmd_nightly)
 
     p = sub.add_parser("record-baseline", help="record a stored results file's timings as the baseline")

@@ -31,10 +31,11 @@ from harness.compiles import count_compilations
 from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
+from harness.parallel import RunKey, verify_parallel
 from harness.regression import DEFAULT_RULE, decide
 from harness.results import verify
 from harness.runner import property_runs
-from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec
+from harness.spec import KernelSpec, is_context
 
 RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
 DEFAULT_BASELINES = Path("benchmarks/baselines")
@@ -71,8 +72,21 @@ def run_info(device: torch.device, profile: str, shard: str | None) -> dict:
 
 
 def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int | None,
-                 progress: Callable[[str], None], max_examples: int | None = None) -> tuple[list, dict]:
-    """Property checks per spec, with the wall time and Triton compilations each one cost."""
+                 progress: Callable[[str], None], max_examples: int | None = None, *, profile: str = "nightly",
+                 jobs: int | None = None, deadline_s: float | None = None) -> tuple[list, dict]:
+    """Property checks per spec, with the wall time and Triton compilations each one cost.
+
+    With ``jobs``, the checks run in that many worker processes (``harness.parallel``), each pinned
+    to a GPU round-robin, and ``deadline_s`` bounds the whole verification."""
+    if jobs is not None:
+        keys = [RunKey(r.spec.name, r.implementation, r.dtype, r.check, max_examples)
+                for spec in specs.values() for r in property_runs(spec, device, max_examples=max_examples)]
+        progress(f"verify {len(keys)} properties in {jobs} processes"
+                 + (f" (time budget {deadline_s:g} s)" if deadline_s is not None else ""))
+        return verify_parallel(keys, jobs, profile, seed, deadline_s,
+                               on_done=lambda key, outcome: progress(f"verified {key.label}: {outcome.status}"))
+    if deadline_s is not None:
+        raise ValueError("a verification time budget needs worker processes (jobs)")
     outcomes, cost = [], {}
     for spec in specs.values():
         runs = property_runs(spec, device, max_examples=max_examples)
@@ -90,7 +104,7 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
     """One verdict per benchmark of an implementation under test (eager/compile are context)."""
     verdicts = []
     for record in benchmarks:
-        if record["implementation"] in REFERENCE_IMPLEMENTATIONS:
+        if is_context(record):
             continue
         base = dict(key=record["key"], spec=record["spec"], implementation=record["implementation"],
                     median_ms=record["median_ms"], ratio=None, ci_low=None, ci_high=None, p_value=None,
@@ -113,12 +127,17 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
 
 def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: bool, baselines: Path,
                     update_baseline: bool, progress: Callable[[str], None], plan: TimingPlan = TimingPlan(),
-                    force: bool = False) -> dict:
-    """Roofline, benchmarks and verdicts (GPU only); optionally record the new baselines."""
+                    force: bool = False, budget_s: float | None = None) -> dict:
+    """Roofline, benchmarks and verdicts (GPU only); optionally record the new baselines. With
+    ``budget_s`` no benchmark shape starts once that many seconds have passed; the shapes left
+    out are listed under ``not_benchmarked``."""
+    until = None if budget_s is None else time.monotonic() + budget_s
     roofline = measure(device.index or 0)
-    benchmarks = []
+    benchmarks: list[dict] = []
+    not_benchmarked: list[str] = []
     for spec in specs.values():
-        benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan, on_case=lambda s: progress(f"bench {s}"))
+        benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan, on_case=lambda s: progress(f"bench {s}"),
+                                 until=until, not_run=not_benchmarked)
     store = BaselineStore(baselines)
     versions = software()
     name = device_name(device)
@@ -135,19 +154,21 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
         except BaselineError as exc:  # keep the measurements; say why nothing was recorded
             update_error = str(exc)
     return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
-            "baseline_update_error": update_error}
+            "baseline_update_error": update_error, "not_benchmarked": not_benchmarked}
 
 
 def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
                 seed: int | None = None, quick: bool = False, bench: bool = True,
                 baselines: Path = DEFAULT_BASELINES, update_baseline: bool = False, force: bool = False,
                 history: Path | None = None,
-                shard: str | None = None, max_examples: int | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+                shard: str | None = None, max_examples: int | None = None, jobs: int | None = None,
+                verify_deadline_s: float | None = None, bench_budget_s: float | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     from harness.report import append_history, history_entry, load_history, write_reports
 
     profiles.load(profile)
     run = run_info(device, profile + (f" (max {max_examples} examples)" if max_examples else ""), shard)
-    outcomes, cost = verify_specs(specs, device, seed, progress, max_examples)
+    outcomes, cost = verify_specs(specs, device, seed, progress, max_examples, profile=profile, jobs=jobs,
+                                  deadline_s=verify_deadline_s)
     results = {
         "schema": RESULTS_SCHEMA, "version": RESULTS_VERSION, "run": run,
         "verification": [o.to_json() for o in outcomes], "verification_cost": cost,
@@ -159,9 +180,14 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
     elif not bench:
         results["performance_note"] = "benchmarks were not requested (--no-bench): performance was not measured"
     else:
-        results.update(benchmark_specs(specs, device, quick, baselines, update_baseline, progress, force=force))
+        results.update(benchmark_specs(specs, device, quick, baselines, update_baseline, progress, force=force,
+                                       budget_s=bench_budget_s))
         results["performance_measured"] = True
         results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
+        if results["not_benchmarked"]:
+            results["performance_note"] += (
+                f"; the benchmark time budget of {bench_budget_s:g} s ran out before "
+                f"{len(results['not_benchmarked'])} shape(s): {', '.join(results['not_benchmarked'])}")
     run["finished"] = _now()
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1))

@@ -14,7 +14,7 @@ def test_no_regression_against_baseline(harness_perf_spec, request):
     device = request.config._harness_device
     records = bench_spec(harness_perf_spec, device, measure(device.index or 0), quick=True)
     assert records, f"{harness_perf_spec.name} declares no quick benchmark shape"
-    bad_rechecks = [r["key"] + ": " + r["recheck"] for r in records if r["recheck"] not in ("passed", "n/a")]
+    bad_rechecks = [r["key"] + ": " + r["recheck"] + " " + r.get("recheck_detail", "") for r in records if r["recheck"] not in ("passed", "n/a")]
     assert not bad_rechecks, "kernel result wrong on benchmark inputs:\n" + "\n".join(bad_rechecks)
     versions = software()
     baseline = BaselineStore(Path("benchmarks/baselines")).load(device_name(device), versions["torch"], versions["triton"])

@@ -9,6 +9,7 @@ kernel that skips work cannot win. Results are plain dicts in the results-file s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,8 @@ from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.layouts import Layout
 from harness.runner import skip_reason
-from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec
+from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec, is_context
+from harness.values import drawn_on
 
 PASSES = ("forward", "forward_backward")
 
@@ -44,7 +46,7 @@ def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
 
 
 def _callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callable], dict[str, str]]:
-    """Implementations that can run here, plus eager and torch.compile of the reference."""
+    """Implementations that can run here, the spec's peers, and eager and torch.compile of the reference."""
     fns: dict[str, Callable] = {}
     skipped: dict[str, str] = {}
     for name, impl in spec.implementations.items():
@@ -53,6 +55,7 @@ def _callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callab
             skipped[name] = reason
         else:
             fns[name] = impl.load()
+    fns.update(spec.perf.peers if spec.perf is not None else {})
     fns["eager"] = spec.reference
     # A fresh compiled function per shape: dynamic=False recompiles for each shape, and past
     # torch._dynamo's recompile limit a shared one would silently fall back to eager.
@@ -107,53 +110,85 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None, quick: bool = False,
-               plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None) -> list[dict]:
-    """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``."""
+               plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None,
+               until: float | None = None, not_run: list[str] | None = None) -> list[dict]:
+    """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``.
+
+    With ``until`` (a ``time.monotonic()`` value) no new shape starts after it; the shapes left
+    out are appended to ``not_run`` as readable labels, so a budgeted run says what it skipped.
+    """
     if spec.perf is None:
         return []
     records: list[dict] = []
     shapes = [s for s in spec.perf.shapes if s.quick or not quick]
-    for shape in shapes:
-        fns, _ = _callables(spec, device)
-        for pass_ in PASSES:
-            if pass_ == "forward_backward" and not spec.grad_inputs:
+    # Inputs (and the re-check's) are drawn on the device: see harness.values.drawn_on.
+    with drawn_on(device):
+        for shape in shapes:
+            if until is not None and time.monotonic() >= until:
+                if not_run is not None:
+                    not_run.append(f"{spec.name} {dict(shape.dims)} {shape.dtype}")
                 continue
-            if on_case:
-                on_case(f"{spec.name} {pass_} {dict(shape.dims)} {shape.dtype}")
-            cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
-            nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
-            flops = spec.perf.flops(shape.dims, shape.dtype)
-            if pass_ == "forward_backward":
-                nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
-                flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
-            calls = timed_calls(spec, fns, cases, device, pass_)
-            calls[SAME_SIZE_COPY] = same_size_copy(nbytes, device)
-            samples = time_interleaved(calls, device, plan)
-            copy_ms = median(samples.pop(SAME_SIZE_COPY))
-            medians = {n: median(s) for n, s in samples.items()}
-            for name, times in samples.items():
-                recheck = "n/a"
-                if name not in REFERENCE_IMPLEMENTATIONS:
-                    check = "forward" if pass_ == "forward" else "backward"
-                    result = run_check(spec, fns[name], check, cases[0], device)
-                    recheck = "passed" if result.passed else "failed: " + result.details().splitlines()[0]
-                seconds = medians[name] / 1e3
-                gbps = nbytes / seconds / 1e9 if seconds > 0 else None
-                tflops = flops / seconds / 1e12 if flops and seconds > 0 else None
-                records.append({
-                    "key": bench_key(spec.name, pass_, shape, name),
-                    "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype,
-                    "scalars": dict(shape.scalars), "pass": pass_, "implementation": name,
-                    "samples_ms": times, "median_ms": medians[name], "iqr_ms": iqr(times),
-                    "bytes": nbytes, "flops": flops, "gbps": gbps,
-                    "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
-                    "copy_same_size_ms": copy_ms,
-                    "pct_same_size_copy": 100 * copy_ms / medians[name] if nbytes and medians[name] > 0 else None,
-                    "tflops": tflops,
-                    "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
-                    "speedup_vs_eager": _ratio(medians.get("eager"), medians[name]),
-                    "speedup_vs_compile": _ratio(medians.get("compile"), medians[name]),
-                    "recheck": recheck,
-                })
+            records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+    return records
+
+
+def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roofline: Roofline | None,
+                 plan: TimingPlan, on_case: Callable[[str], None] | None) -> list[dict]:
+    """Both passes of one benchmark shape; progress lines say where the time went."""
+    records: list[dict] = []
+    fns, _ = _callables(spec, device)
+    for pass_ in PASSES:
+        if pass_ == "forward_backward" and not spec.grad_inputs:
+            continue
+        label = f"{spec.name} {pass_} {dict(shape.dims)} {shape.dtype}"
+        if on_case:
+            on_case(label)
+        started = time.perf_counter()
+        cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
+        nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
+        flops = spec.perf.flops(shape.dims, shape.dtype)
+        if pass_ == "forward_backward":
+            nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
+            flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
+        calls = timed_calls(spec, fns, cases, device, pass_)
+        calls[SAME_SIZE_COPY] = same_size_copy(nbytes, device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the inputs' time, not the first timed call's
+        inputs_done = time.perf_counter()
+        samples = time_interleaved(calls, device, plan)
+        timed = time.perf_counter()
+        copy_ms = median(samples.pop(SAME_SIZE_COPY))
+        medians = {n: median(s) for n, s in samples.items()}
+        for name, times in samples.items():
+            recheck, recheck_detail = "n/a", None
+            peer = name in spec.perf.peers
+            if name not in REFERENCE_IMPLEMENTATIONS and not peer:
+                check = "forward" if pass_ == "forward" else "backward"
+                result = run_check(spec, fns[name], check, cases[0], device)
+                recheck = "passed" if result.passed else "failed"
+                recheck_detail = None if result.passed else result.details().splitlines()[0]
+            seconds = medians[name] / 1e3
+            gbps = nbytes / seconds / 1e9 if seconds > 0 else None
+            tflops = flops / seconds / 1e12 if flops and seconds > 0 else None
+            records.append({
+                "key": bench_key(spec.name, pass_, shape, name),
+                "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype,
+                "scalars": dict(shape.scalars), "pass": pass_, "implementation": name,
+                "samples_ms": times, "median_ms": medians[name], "iqr_ms": iqr(times),
+                "bytes": nbytes, "flops": flops, "gbps": gbps,
+                "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
+                "copy_same_size_ms": copy_ms,
+                "pct_same_size_copy": 100 * copy_ms / medians[name] if nbytes and medians[name] > 0 else None,
+                "tflops": tflops,
+                "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
+                "speedup_vs_eager": _ratio(medians.get("eager"), medians[name]),
+                "speedup_vs_compile": _ratio(medians.get("compile"), medians[name]),
+                "recheck": recheck,
+                **({"recheck_detail": recheck_detail} if recheck_detail else {}),
+                **({"peer": True} if peer else {}),
+            })
+        if on_case:
+            on_case(f"{label}: inputs {inputs_done - started:.1f} s, warm-up (compiles included) and timing "
+                    f"{timed - inputs_done:.1f} s, re-checks {time.perf_counter() - timed:.1f} s")
     return records
 

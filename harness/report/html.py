@@ -22,8 +22,8 @@ from importlib import resources
 from typing import Any
 
 from harness.io import atomic_write_text
+from harness.spec import is_context
 from harness.report.model import (
-    REFERENCE_IMPLEMENTATIONS,
     STATUSES,
     benchmark_groups,
     duration,
@@ -260,7 +260,7 @@ def _speedups(results: Mapping) -> list[dict]:
             has_flops = b["flops"] > 0
             rows.append({
                 "implementation": b["implementation"],
-                "reference": b["implementation"] in REFERENCE_IMPLEMENTATIONS,
+                "reference": is_context(b),
                 "median": format_number(b["median_ms"]),
                 "iqr": format_number(b["iqr_ms"], 2),
                 "vs_eager": format_number(b["speedup_vs_eager"], 3, "×"),
@@ -273,6 +273,7 @@ def _speedups(results: Mapping) -> list[dict]:
                 "tflops": format_number(b["tflops"]) if has_flops else "—",
                 "pct_matmul": format_number(b["pct_matmul"], 3, "%") if has_flops else "—",
                 "recheck": b["recheck"],
+                "recheck_detail": b.get("recheck_detail", ""),
             })
         cases.append({**case, "rows": rows})
     return cases
@@ -356,6 +357,7 @@ def report_context(results: Mapping, history: Sequence[Mapping] | None = None) -
         "known_failures": [_outcome_view(o) for o in results["verification"] if o["status"] == "xfailed"],
         "cost": _cost(results),
         "performance_measured": measured,
+        "not_benchmarked": results.get("not_benchmarked") or [],
         "performance_note": results["performance_note"] or "no reason given",
         "roofline": None if roofline is None else {"copy_gbps": format_number(roofline["copy_gbps"]),
                                                    "matmul_tflops": format_number(roofline["matmul_tflops"])},

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 
 from harness.io import atomic_write_text
+from harness.spec import is_context
 from harness.report.model import (
-    REFERENCE_IMPLEMENTATIONS,
     benchmark_groups,
     duration,
     failures,
@@ -91,6 +91,8 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
     if not results["performance_measured"]:
         note = _cell(results["performance_note"] or "no reason given")
         lines += ["", f"> ⚠️ **Performance was not measured:** {note}"]
+    elif results.get("not_benchmarked"):
+        lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}"]
 
     bad = failures(results)
     if bad:
@@ -117,7 +119,7 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
              format_number(b["median_ms"]), _speedup(b["speedup_vs_eager"]), _speedup(b["speedup_vs_compile"]),
              format_number(b["pct_copy_bw"], 3, "%"), format_number(b.get("pct_same_size_copy"), 3, "%"))
             for case, benches in benchmark_groups(results)
-            for b in benches if b["implementation"] not in REFERENCE_IMPLEMENTATIONS
+            for b in benches if not is_context(b)
         ]
         if rows:
             lines += ["", "### Speed-ups", ""]

@@ -53,7 +53,8 @@ _BENCHMARK = {"key": str, "spec": str, "shape": dict, "dtype": str, "scalars": d
               "flops": _NUM, "gbps": _OPT_NUM, "pct_copy_bw": _OPT_NUM, "tflops": _OPT_NUM, "pct_matmul": _OPT_NUM,
               "speedup_vs_eager": _OPT_NUM, "speedup_vs_compile": _OPT_NUM, "recheck": RECHECKS}
 # Added within version 1: absent from older files, checked when present.
-_BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM}
+_BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM, "peer": bool,
+                       "recheck_detail": str}  # why a failed recheck failed (its first line)
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
@@ -273,6 +274,7 @@ def merge_results(shards: list[Mapping]) -> dict:
         "roofline": next((s["roofline"] for s in shards if s["roofline"] is not None), None),
         "benchmarks": list(benchmarks.values()),
         "regressions": list(regressions.values()),
+        "not_benchmarked": [label for s in shards for label in s.get("not_benchmarked") or []],
     }
 
 

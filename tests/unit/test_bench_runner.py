@@ -14,7 +14,10 @@ import harness.bench.runner as runner
 from harness.bench.roofline import Roofline
 from harness.nightly import judge
 from harness.registry import load_specs
-from harness.spec import BenchShape, PerfModel
+from harness.report import validate_results
+from harness.report.html import html_report
+from harness.spec import BenchShape, PerfModel, SpecError
+from tests.unit.test_report import make_results
 
 
 @pytest.fixture
@@ -68,7 +71,11 @@ def test_recheck_catches_a_kernel_that_skips_work(fake_clock):
     lazy = dataclasses.replace(spec, implementations={"triton": lambda x: torch.empty_like(x).fill_(0.02)})
     records = runner.bench_spec(lazy, torch.device("cpu"), None, quick=True,
                                 plan=runner.TimingPlan(repetitions=12, input_sets=1))
-    assert all(r["recheck"].startswith("failed") for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
+    lazy_fwd = [r for r in records if r["implementation"] == "triton" and r["pass"] == "forward"]
+    assert lazy_fwd and all(r["recheck"] == "failed" and "OVER budget" in r["recheck_detail"] for r in lazy_fwd)
+    # The records of a failed recheck are valid results, as the nightly report reads them.
+    results = validate_results({**make_results(), "benchmarks": records, "regressions": []})
+    assert 'class="recheck-failed" title="' in html_report(results)
 
 
 def test_judge_flags_against_baseline_and_says_when_none_or_unreadable():
@@ -79,3 +86,26 @@ def test_judge_flags_against_baseline_and_says_when_none_or_unreadable():
     assert [v["verdict"] for v in slow] == ["regression"], "eager/compile are context, not judged"
     assert judge([record], {}, None)[0]["verdict"] == "no-baseline"
     assert judge([record], None, "file.json is corrupt")[0]["verdict"] == "baseline-unreadable"
+
+
+def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_clock):
+    spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
+    wrong_peer = lambda x: torch.zeros_like(x)  # noqa: E731 - a peer's output is not the harness's to judge
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": wrong_peer}))
+    records = runner.bench_spec(spec, torch.device("cpu"), None, quick=True,
+                                plan=runner.TimingPlan(repetitions=12, input_sets=1))
+    peer = [r for r in records if r["implementation"] == "library"]
+    assert len(peer) == 2 and all(r["peer"] and r["recheck"] == "n/a" for r in peer)
+    assert all("peer" not in r for r in records if r["implementation"] != "library")
+    assert [v["implementation"] for v in judge(records, {}, None)] == ["triton", "triton"]
+
+
+@pytest.mark.parametrize("peers, message", [
+    ({"eager": lambda x: x}, "perf.peers"),
+    ({"triton": lambda x: x}, "already an implementation"),
+    ({"library": 3}, "must be callable"),
+])
+def test_malformed_peers_name_the_field(peers, message):
+    spec = load_specs()["softmax"]
+    with pytest.raises(SpecError, match=message):
+        dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers=peers))

@@ -1,0 +1,214 @@
+"""Verification spread over worker processes, each pinned to one GPU, with an optional time budget.
+
+``harness nightly`` on a GPU runner spends most of its verification time compiling Triton variants
+and running references on the host, both of which use one CPU core per process. ``verify_parallel``
+runs the property checks in ``jobs`` worker processes instead (started with ``spawn``, so CUDA is
+initialised in each worker, never inherited). Worker ``i`` pins GPU ``i mod count``, as xdist
+workers do under the pytest plugin, so ``CUDA_VISIBLE_DEVICES`` is honoured and several GPUs share
+the work. Without a GPU the workers run the Triton interpreter on the CPU.
+
+With ``deadline_s`` the checks that have not finished when it passes are stopped (the workers are
+terminated) and reported as skipped, with that reason: a nightly job with a fixed slot then still
+benchmarks and writes its reports instead of being killed with nothing written. Checks are
+scheduled forward and backward first, for every spec, so a budget that runs out leaves the cheaper
+safety checks unrun rather than whole kernels.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harness.results import FAILED, SKIPPED, Outcome
+
+# Scheduling order: the checks that prove equivalence first.
+_CHECK_PRIORITY = ("forward", "backward", "dropout", "gradcheck", "unwritten", "guards", "determinism", "contract")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """A picklable name for one property run (the spec itself holds lambdas and stays behind)."""
+
+    spec: str
+    implementation: str
+    dtype: str
+    check: str
+    max_examples: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec}[{self.implementation}] {self.check} ({self.dtype})"
+
+
+def _priority(key: RunKey) -> int:
+    return _CHECK_PRIORITY.index(key.check) if key.check in _CHECK_PRIORITY else len(_CHECK_PRIORITY)
+
+
+# ---- the worker side ----------------------------------------------------------------------------
+
+_worker_index: int | None = None
+_worker_specs: dict | None = None
+
+
+def _setup_worker(profile: str) -> dict:
+    """Once per worker: pin its device (GPU ``index mod count``), load the profile and the specs."""
+    global _worker_specs
+    if _worker_specs is None:
+        from harness import profiles
+        from harness.device import select_device
+        from harness.registry import load_specs
+
+        select_device(f"gw{_worker_index or 0}")
+        profiles.load(profile)
+        _worker_specs = load_specs()
+    return _worker_specs
+
+
+def _run_one(key: RunKey, seed: int | None, profile: str) -> tuple[dict, int | None]:
+    """Run one property in this worker: its outcome (as JSON) and the Triton compilations it caused."""
+    from harness.compiles import count_compilations
+    from harness.device import current_device, on_gpu
+    from harness.results import verify
+    from harness.runner import PropertyRun
+
+    specs = _setup_worker(profile)
+    if key.spec not in specs:
+        raise KeyError(f"spec {key.spec!r} is not registered in the worker process (known: {sorted(specs)})")
+    run = PropertyRun(specs[key.spec], key.implementation, key.dtype, key.check, current_device(),
+                      max_examples=key.max_examples)
+    with count_compilations() as compiled:
+        (outcome,) = verify([run], seed=seed)
+    return outcome.to_json(), sum(compiled.values()) if on_gpu() else None
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _worker_main(index: int, tasks, results, seed: int | None, profile: str) -> None:
+    """A worker's loop: announce each task before running it (so a worker that dies is blamed on
+    the right property), then send its outcome; stop at the ``None`` sentinel. SIGTERM unwinds the
+    worker (``finally`` blocks run), so a lock it holds, such as the CUDA extension build's, is
+    released rather than left for every later process to wait on."""
+    global _worker_index
+    _worker_index = index
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    while (item := tasks.get()) is not None:
+        position, key = item
+        results.put(("started", index, position, None, None))
+        try:
+            data, compiled = _run_one(key, seed, profile)
+        except Exception as exc:  # noqa: BLE001 - reported as this property's failure; the worker goes on
+            data, compiled = _crashed(key, f"raised {type(exc).__name__}: {exc}"), None
+        results.put(("done", index, position, data, compiled))
+
+
+# ---- the parent side ----------------------------------------------------------------------------
+
+
+def _stop(workers: list, grace_s: float = 10.0) -> None:
+    """SIGTERM every worker (they unwind, releasing locks), then SIGKILL what is left after
+    ``grace_s`` (a worker stuck in a driver call or a C extension)."""
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    until = time.monotonic() + grace_s
+    for worker in workers:
+        worker.join(timeout=max(0.0, until - time.monotonic()))
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+            worker.join(timeout=5)
+
+
+def _crashed(key: RunKey, what: str) -> dict:
+    return Outcome(spec=key.spec, implementation=key.implementation, dtype=key.dtype, check=key.check,
+                   status=FAILED, message=f"{key.label}: the worker process {what}").to_json()
+
+
+def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int | None = None,
+                    deadline_s: float | None = None,
+                    on_done: Callable[[RunKey, Outcome], None] | None = None) -> tuple[list[Outcome], dict[str, dict]]:
+    """Run ``keys`` in ``jobs`` processes; return the outcomes (in ``keys`` order) and the cost per
+    spec (``seconds``: summed time of its properties, ``compilations``: summed count, or None under
+    the interpreter). Properties cut off by ``deadline_s`` come back skipped, with the reason.
+
+    The workers are plain processes fed from one queue, not a ``multiprocessing.Pool``: at the
+    deadline they are stopped (SIGTERM, then SIGKILL; ``_stop``), which a Pool does not survive
+    reliably (its terminate can hang on queue locks that a busy worker holds). A worker that dies on its own (a segfault
+    in a kernel, the OOM killer) fails the property it was running and is replaced.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    ordered = sorted(keys, key=_priority)
+    context = multiprocessing.get_context("spawn")
+    tasks, results = context.Queue(), context.Queue()
+    for position, key in enumerate(ordered):
+        tasks.put((position, key))
+    workers: dict[int, multiprocessing.process.BaseProcess] = {}
+    running: dict[int, int] = {}  # worker index -> position of the property it runs
+
+    def start(index: int) -> None:
+        tasks.put(None)  # one sentinel per worker ever started: each stops at the first it reads
+        workers[index] = context.Process(target=_worker_main, args=(index, tasks, results, seed, profile),
+                                         daemon=True, name=f"harness-verify-{index}")
+        workers[index].start()
+
+    for index in range(min(jobs, len(ordered))):
+        start(index)
+    done: dict[RunKey, tuple[Outcome, int | None]] = {}
+    began = time.monotonic()
+
+    def finish(position: int, data: dict, compiled: int | None) -> None:
+        key = ordered[position]
+        done[key] = (Outcome(**data), compiled)
+        if on_done:
+            on_done(key, done[key][0])
+
+    try:
+        while len(done) < len(ordered):
+            remaining = None if deadline_s is None else deadline_s - (time.monotonic() - began)
+            if remaining is not None and remaining <= 0:
+                break
+            try:
+                kind, index, position, data, compiled = results.get(timeout=min(remaining or 5.0, 5.0))
+            except queue.Empty:
+                for index, worker in list(workers.items()):
+                    if worker.exitcode is not None and index in running:  # died mid-property
+                        position = running.pop(index)
+                        finish(position, _crashed(ordered[position], f"died (exit code {worker.exitcode})"), None)
+                        start(max(workers) + 1)
+                if not any(worker.is_alive() for worker in workers.values()) and results.empty():
+                    for position, key in enumerate(ordered):  # every worker died before taking these
+                        if key not in done:
+                            finish(position, _crashed(key, "never ran it: every worker process exited"), None)
+                continue
+            if kind == "started":
+                running[index] = position
+            else:
+                running.pop(index, None)
+                finish(position, data, compiled)
+    finally:
+        _stop(list(workers.values()))
+        for q in (tasks, results):
+            q.cancel_join_thread()
+            q.close()
+    outcomes, cost = [], {}
+    for key in keys:
+        if key in done:
+            outcome, compiled = done[key]
+        else:
+            outcome, compiled = Outcome(
+                spec=key.spec, implementation=key.implementation, dtype=key.dtype, check=key.check, status=SKIPPED,
+                message=f"not run: the verification time budget of {deadline_s:g} s ran out before this check finished",
+            ), None
+        outcomes.append(outcome)
+        entry = cost.setdefault(key.spec, {"seconds": 0.0, "compilations": None})
+        entry["seconds"] += outcome.seconds
+        if compiled is not None:
+            entry["compilations"] = (entry["compilations"] or 0) + compiled
+    return outcomes, cost

@@ -1,0 +1,37 @@
+"""Specs for tests/unit/test_parallel.py, registered through HARNESS_SPECS in spawned workers.
+
+Plain-torch "kernels" keep the workers fast: a correct one, a wrong one and a slow one.
+"""
+
+import time
+
+import torch
+
+from harness import Dim, KernelSpec, TensorArg
+
+
+def _scale(x):
+    return x * 2
+
+
+def _scale_wrong(x):
+    return x * 2 + (x.abs() > 0).to(x.dtype)
+
+
+def _scale_slow(x):
+    time.sleep(5)
+    return x * 2
+
+
+def _spec(name, fn):
+    return KernelSpec(
+        name=name, reference=_scale, implementations={"torch": fn},
+        tensors=(TensorArg("x", dims=("n",)),), dims={"n": Dim(cpu_max=8, gpu_max=8)},
+        dtypes=("float32",), deterministic=False,
+    )
+
+
+PAR_GOOD = _spec("par_good", _scale)
+PAR_WRONG = _spec("par_wrong", _scale_wrong)
+PAR_SLOW = _spec("par_slow", _scale_slow)
+_UNUSED = torch  # the module imports torch like any spec module

@@ -1,0 +1,49 @@
+"""Verification in worker processes (harness.parallel): outcomes, costs and the time budget."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.parallel import RunKey, verify_parallel
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def parallel_specs(monkeypatch):
+    monkeypatch.setenv("HARNESS_SPECS", "parallel_specs")
+    monkeypatch.syspath_prepend(str(HERE))  # spawned workers start from the parent's sys.path
+
+
+def test_outcomes_come_back_in_order_with_costs(parallel_specs):
+    keys = [RunKey("par_good", "torch", "float32", "forward", 3), RunKey("par_wrong", "torch", "float32", "forward", 3),
+            RunKey("par_good", "torch", "float32", "unwritten", 3)]
+    outcomes, cost = verify_parallel(keys, jobs=2, profile="ci")
+    assert [(o.spec, o.check) for o in outcomes] == [(k.spec, k.check) for k in keys]
+    assert [o.status for o in outcomes] == ["passed", "failed", "passed"]
+    assert "par_wrong[torch] forward" in outcomes[1].message and "OVER budget" in outcomes[1].message
+    assert outcomes[0].examples >= 1 and outcomes[0].worst_score is not None
+    assert set(cost) == {"par_good", "par_wrong"}
+    assert cost["par_good"]["compilations"] is None  # nothing is compiled under the interpreter
+
+
+def test_a_time_budget_reports_unfinished_checks_as_skipped(parallel_specs):
+    keys = [RunKey("par_good", "torch", "float32", "forward", 1), RunKey("par_slow", "torch", "float32", "forward", 20)]
+    start = time.monotonic()
+    outcomes, _ = verify_parallel(keys, jobs=2, profile="ci", deadline_s=15)
+    assert time.monotonic() - start < 90, "the budget must stop the slow check, not wait for it"
+    assert outcomes[0].status == "passed"
+    assert outcomes[1].status == "skipped" and "time budget of 15 s ran out" in outcomes[1].message
+
+
+def test_jobs_must_be_positive():
+    with pytest.raises(ValueError, match="jobs must be >= 1"):
+        verify_parallel([], jobs=0, profile="ci")
+
+
+def test_a_worker_error_is_a_failure_of_that_check_only(parallel_specs):
+    keys = [RunKey("no_such_spec", "torch", "float32", "forward", 1), RunKey("par_good", "torch", "float32", "forward", 1)]
+    outcomes, _ = verify_parallel(keys, jobs=1, profile="ci")
+    assert outcomes[0].status == "failed" and "not registered" in outcomes[0].message
+    assert outcomes[1].status == "passed"
