@@ -56,11 +56,12 @@ def _fwd_kernel(
         m = tl.maximum(m, tl.max(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE)))
     if not SUBTRACT_MAX:  # planted: exp(x) directly, which overflows for logits above ~88
         m = 0.0
-    if SUM_DTYPE != tl.float64:  # planted: exponentials summed with 16-bit adds
-        s16 = tl.zeros([1], SUM_DTYPE)
+    if SUM_DTYPE != tl.float64:  # planted: a 16-bit accumulator, one lane per column of the block
+        acc = tl.zeros([BLOCK], SUM_DTYPE)
         for start in range(0, n_cols, BLOCK):
             e = _rows.exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE)
-            s16 = _add_rounded(s16, tl.reduce(e.to(SUM_DTYPE), 0, _add_rounded, keep_dims=True))
+            acc = _add_rounded(acc, e.to(SUM_DTYPE))
+        s16 = tl.reduce(acc, 0, _add_rounded, keep_dims=True)
         s = tl.sum(s16.to(tl.float32).to(tl.float64))  # via fp32, as in _narrow
     else:
         s = tl.zeros([], tl.float64)
@@ -105,8 +106,21 @@ _SUM_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16,
                torch.float32: tl.float64, torch.float64: tl.float64}
 
 
-def _block(n: int, x: torch.Tensor) -> int:
-    # The production kernel's block width for this row length (its private tiling limits).
+# The 16-bit-accumulator fault loops over the row in narrow blocks, as a looped kernel written for
+# long rows would: each lane then adds many terms in sequence, each add rounded to 16 bits. Its
+# test runs it in bf16 (8 significant bits), where 16-wide blocks on rows of 256 and more give
+# 10-30x eager's error (interpreter, normal logits: 0.039 relative at 256 columns, 0.12 at 1024,
+# eager 0.0037). In fp16 (11 bits) the same bug stays within ~2x eager's error unless each lane
+# adds a thousand terms or more (2-wide blocks on 2048 columns: 0.0068 against 0.003), which is
+# caught only in some seeds' examples and costs ~4 s per row in the interpreter.
+_NARROW_BLOCK = 16
+
+
+def _block(n: int, x: torch.Tensor, narrow: bool = False) -> int:
+    """The production kernel's block width for this row length (its private tiling limits), so the
+    faults change tiling where the real kernel does; or the narrow looping block (above)."""
+    if narrow:
+        return min(triton.next_power_of_2(n), _NARROW_BLOCK)
     return _rows.row_tile(n, x.element_size(), production._limits()).block
 
 
@@ -120,7 +134,7 @@ def _forward(x: torch.Tensor, knobs: dict) -> torch.Tensor:
         layout = (src.rows, 0, src.n)
     with _rows.launch_guard(x):
         _fwd_kernel[(src.rows,)](
-            src.tensor, y, src.n, *layout, BLOCK=_block(src.n, x),
+            src.tensor, y, src.n, *layout, BLOCK=_block(src.n, x, narrow=knobs["half_precision_sum"]),
             SUBTRACT_MAX=knobs["subtract_max"], DROP_LAST_LANE=knobs["drop_last_lane"],
             SUM_DTYPE=_SUM_DTYPES[x.dtype] if knobs["half_precision_sum"] else tl.float64,
             PRECISE=x.dtype == torch.float32,

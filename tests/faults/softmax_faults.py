@@ -57,12 +57,11 @@ def softmax_wrong_backward(x: torch.Tensor) -> torch.Tensor:
 def softmax_half_precision_sum(x: torch.Tensor) -> torch.Tensor:
     """For fp16/bf16 inputs, accumulates the sum of exponentials in the input's 16-bit dtype.
 
-    Each exponential is rounded to fp16 (bf16 for bf16 inputs) and every add of the sum is rounded
-    too. A precision bug, not a gross one: small exponentials vanish against the running sum, so
-    the sum comes out short and every output of the row a little too large. Exposed by error-budget
-    comparisons on rows of a few hundred elements with logits of scale ~5-10; fp32 and fp64 inputs
-    are unaffected (fp32 accumulation there). The interpreter adds sequentially, the GPU in a tree,
-    so the error is larger on CPU than on the GPU.
+    A looped kernel with a 16-bit accumulator per lane: each lane adds one exponential per block
+    of the row, every add rounded to 16 bits, then the lanes are added, rounded too. Small terms
+    vanish against the running sums, so the sum comes out short and every output of the row a
+    little too large. A precision bug, not a gross one: it shows on long rows (many adds per lane);
+    fp32 and fp64 inputs are unaffected (fp64 accumulation there).
     """
     return base.softmax(x, half_precision_sum=True)
 
