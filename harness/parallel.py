@@ -85,8 +85,11 @@ def _run_one(key: RunKey, seed: int | None, profile: str) -> tuple[dict, int | N
     return outcome.to_json(), sum(compiled.values()) if on_gpu() else None
 
 
-def _exit_on_sigterm(signum, frame) -> None:
-    raise SystemExit(128 + signum)
+def _interrupt_on_sigterm(signum, frame) -> None:
+    # KeyboardInterrupt, not SystemExit: Hypothesis takes SystemExit raised in a test for a
+    # failure and replays the example (re-taking the locks just released), while an interrupt
+    # stops it at once, as Ctrl-C does.
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def _worker_main(index: int, tasks, results, seed: int | None, profile: str) -> None:
@@ -96,15 +99,18 @@ def _worker_main(index: int, tasks, results, seed: int | None, profile: str) -> 
     released rather than left for every later process to wait on."""
     global _worker_index
     _worker_index = index
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    while (item := tasks.get()) is not None:
-        position, key = item
-        results.put(("started", index, position, None, None))
-        try:
-            data, compiled = _run_one(key, seed, profile)
-        except Exception as exc:  # noqa: BLE001 - reported as this property's failure; the worker goes on
-            data, compiled = _crashed(key, f"raised {type(exc).__name__}: {exc}"), None
-        results.put(("done", index, position, data, compiled))
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    try:
+        while (item := tasks.get()) is not None:
+            position, key = item
+            results.put(("started", index, position, None, None))
+            try:
+                data, compiled = _run_one(key, seed, profile)
+            except Exception as exc:  # noqa: BLE001 - reported as this property's failure; the worker goes on
+                data, compiled = _crashed(key, f"raised {type(exc).__name__}: {exc}"), None
+            results.put(("done", index, position, data, compiled))
+    except KeyboardInterrupt:  # stopped by the parent (or Ctrl-C): unwound, nothing to report
+        return
 
 
 # ---- the parent side ----------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Specs for tests/unit/test_parallel.py, registered through HARNESS_SPECS in spawned workers.
 
-Plain-torch "kernels" keep the workers fast: a correct one, a wrong one and a slow one.
+Plain-torch "kernels" keep the workers fast: a correct one, a wrong one, a slow one, and one
+that holds a file lock while it works (as torch's CUDA extension build does), at the path in
+$PAR_LOCK_PATH.
 """
 
+import os
 import time
 
 import torch
@@ -23,6 +26,19 @@ def _scale_slow(x):
     return x * 2
 
 
+def _scale_locked(x):
+    from torch.utils.file_baton import FileBaton
+
+    baton = FileBaton(os.environ["PAR_LOCK_PATH"])
+    if not baton.try_acquire():
+        raise RuntimeError("the lock is already held")
+    try:
+        time.sleep(60)
+        return x * 2
+    finally:
+        baton.release()
+
+
 def _spec(name, fn):
     return KernelSpec(
         name=name, reference=_scale, implementations={"torch": fn},
@@ -34,4 +50,5 @@ def _spec(name, fn):
 PAR_GOOD = _spec("par_good", _scale)
 PAR_WRONG = _spec("par_wrong", _scale_wrong)
 PAR_SLOW = _spec("par_slow", _scale_slow)
+PAR_LOCKED = _spec("par_locked", _scale_locked)
 _UNUSED = torch  # the module imports torch like any spec module

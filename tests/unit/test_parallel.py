@@ -37,6 +37,18 @@ def test_a_time_budget_reports_unfinished_checks_as_skipped(parallel_specs):
     assert outcomes[1].status == "skipped" and "time budget of 15 s ran out" in outcomes[1].message
 
 
+def test_a_budget_stop_lets_a_worker_release_its_locks(parallel_specs, monkeypatch, tmp_path):
+    """Stopped workers unwind (SIGTERM first): a lock file held inside a kernel call is removed by
+    its ``finally``. A SIGKILL would leave it, and every later process would wait on it forever,
+    as a nightly run's benchmarks did on the H100 behind a killed worker's CUDA extension build."""
+    lock = tmp_path / "lock"
+    monkeypatch.setenv("PAR_LOCK_PATH", str(lock))
+    keys = [RunKey("par_locked", "torch", "float32", "forward", 1)]
+    outcomes, _ = verify_parallel(keys, jobs=1, profile="ci", deadline_s=10)
+    assert outcomes[0].status == "skipped"
+    assert not lock.exists(), "the stopped worker left its lock file behind"
+
+
 def test_jobs_must_be_positive():
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         verify_parallel([], jobs=0, profile="ci")
