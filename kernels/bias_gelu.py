@@ -12,8 +12,11 @@ is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in on
 ``grad_bias`` (the sum of grad_x over rows) on the way in fp64 partial sums, one per row group
 (no atomics: bitwise reproducible; rounded once at the end).
 
-Arithmetic in fp32; fp32 results take the accurate exp/div/erfc (``PRECISE``), 16-bit results the
-fast ones (their errors stay ~1e-5 relative, far below a 16-bit ulp). The tiling is
+Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors stay ~1e-5
+relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bias`` exactly in
+fp64 and evaluate the activation there: rounding z to fp32 first costs up to ~2 ulp of the result
+in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z), which eager
+on the H100 did not show at that element, so the kernel failed at 2.05x eager's envelope. The tiling is
 add_mul_act's (``kernels/_rows.py``): whole rows up to 1024 columns per block, several rows per
 program, strided leading dimensions read in place.
 """
@@ -55,12 +58,15 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @triton.jit
-def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si):
-    """z = x + bias in fp32 for a [ROWS, BLOCK] tile (0 where masked)."""
+def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE: tl.constexpr):
+    """z = x + bias for a [ROWS, BLOCK] tile (0 where masked): fp64 with PRECISE, else fp32."""
     x_row = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
-    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    return x + b[None, :]
+    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0)
+    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0)
+    if PRECISE:  # exact: the sum of two fp32 numbers fits in fp64
+        return x.to(tl.float64) + b.to(tl.float64)[None, :]
+    else:
+        return x.to(tl.float32) + b.to(tl.float32)[None, :]
 
 
 @triton.jit
@@ -71,7 +77,7 @@ def _bias_gelu_fwd_kernel(
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
     dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
     tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
@@ -91,7 +97,7 @@ def _bias_gelu_bwd_kernel(
     for t in range(0, tiles_per_group):
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
         g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
         g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
