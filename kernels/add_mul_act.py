@@ -38,25 +38,10 @@ from kernels._validate import (
 OP = "add_mul_act"
 ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh")
 
-_GPU_LIMITS = _rows.TileLimits(
-    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
-)
-# Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
-# split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
-# mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
-# a program make a CPU run 3-4x faster than 1.
-_INTERPRETER_LIMITS = _rows.TileLimits(
-    max_block=64, split_block=64, target_elems=256, max_rows=8, thread_bytes=64, max_warps=4
-)
-
-
-def _limits() -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
-
 
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths (N) where this kernel's tiling changes on the current backend (for test shapes)."""
-    return _rows.block_boundaries(_limits())
+    return _rows.block_boundaries(_rows.elementwise_limits())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,7 +113,7 @@ def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
     if out.numel() == 0:
         return out
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
-    tile = _rows.row_tile(xl.n, x.element_size(), _limits())
+    tile = _rows.row_tile(xl.n, x.element_size(), _rows.elementwise_limits())
     with _rows.launch_guard(x):
         _add_mul_act_fwd_kernel[(triton.cdiv(xl.rows, tile.rows), tile.col_blocks)](
             xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,
@@ -151,7 +136,7 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     if grad_x.numel() == 0:
         return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)
     xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
-    tile = _rows.row_tile(n, x.element_size(), _limits())
+    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
     row_tiles = triton.cdiv(xl.rows, tile.rows)
     tiles_per_group = _activations.bias_grad_tiles_per_group(x, row_tiles, tile.col_blocks)
     groups = triton.cdiv(row_tiles, tiles_per_group)

@@ -26,27 +26,12 @@ from kernels._validate import check_choice, check_same_device, check_same_dtype,
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")  # SwiGLU, GEGLU (exact), GEGLU (tanh approximation)
 
-# Three streams (a, b, out) of 4096 elements per program; as add_mul_act, which holds 96% of copy
-# bandwidth on the H100 with the same tiling.
-_GPU_LIMITS = _rows.TileLimits(
-    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
-)
-# Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
-# split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
-# mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
-# a program make a CPU run 3-4x faster than 1.
-_INTERPRETER_LIMITS = _rows.TileLimits(
-    max_block=64, split_block=64, target_elems=256, max_rows=8, thread_bytes=64, max_warps=4
-)
-
-
-def _limits() -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+# Three streams (a, b, out), tiled as every elementwise kernel (_rows.elementwise_limits).
 
 
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths (N, the width of one half) where the tiling changes on the current backend."""
-    return _rows.block_boundaries(_limits())
+    return _rows.block_boundaries(_rows.elementwise_limits())
 
 
 @triton.jit
@@ -93,7 +78,7 @@ def _glu_bwd_kernel(
 
 
 def _launch_grid(layout: _rows.RowLayout, elem_size: int):
-    tile = _rows.row_tile(layout.n, elem_size, _limits())
+    tile = _rows.row_tile(layout.n, elem_size, _rows.elementwise_limits())
     return tile, (triton.cdiv(layout.rows, tile.rows), tile.col_blocks)
 
 

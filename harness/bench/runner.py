@@ -21,7 +21,7 @@ from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.layouts import Layout
 from harness.runner import skip_reason
-from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec, is_context
+from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec
 from harness.values import drawn_on
 
 PASSES = ("forward", "forward_backward")

@@ -16,7 +16,7 @@ from harness.nightly import judge
 from harness.registry import load_specs
 from harness.report import validate_results
 from harness.report.html import html_report
-from harness.spec import BenchShape, PerfModel, SpecError
+from harness.spec import BenchShape, SpecError
 from tests.unit.test_report import make_results
 
 

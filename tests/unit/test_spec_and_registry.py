@@ -4,7 +4,6 @@ import sys
 import textwrap
 
 import pytest
-from hypothesis import strategies as st
 
 from harness import Batch, BenchShape, Dim, KernelSpec, KnownFailure, PerfModel, SpecError, TensorArg
 from harness.registry import RegistryError, load_specs, select
