@@ -1,4 +1,5 @@
-"""Tile matrix products shared by the tensor-core kernels (flash attention, DLRM interaction).
+"""Tile matrix products shared by the tensor-core kernels (flash attention, DLRM interaction,
+linear+activation, LoRA).
 
 :func:`dot` is ``tl.dot`` with the accumulation the references assume: fp32 accumulation of exact
 products for fp16/bf16 tiles (the tensor cores' native mode), and IEEE fp32 for fp32 tiles (never
@@ -29,3 +30,23 @@ def dot(a, b, acc):
         return tl.dot(a, b, acc, input_precision="ieee")
     else:
         return tl.dot(a, b, acc)
+
+
+@triton.jit
+def k_loop(acc, x_ptrs, w_ptrs, K, stride_wk, rk, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    """``acc + X @ W`` over the K dimension, BLOCK_K at a time: ``x_ptrs`` points at a
+    (BLOCK_M, BLOCK_K) tile of X (K contiguous), ``w_ptrs`` at a (BLOCK_K, BLOCK_N) tile of W whose
+    K stride is ``stride_wk``; ``rk`` is ``tl.arange(0, BLOCK_K)``. Rows and columns are the
+    caller's to mask or wrap; only a ragged last K block is masked here (``EVEN_K`` false)."""
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            k_left = K - k * BLOCK_K
+            a = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=rk[:, None] < k_left, other=0.0)
+        acc = dot(a, b, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    return acc

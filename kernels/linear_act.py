@@ -132,18 +132,8 @@ def _linear_act_fwd_kernel(
     w_cols = (rn % N).to(tl.int64) * stride_wn
     x_ptrs = x_ptr + x_rows[:, None] + rk[None, :]
     w_ptrs = w_ptr + w_cols[None, :] + rk[:, None].to(tl.int64) * stride_wk
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            k_left = K - k * BLOCK_K
-            a = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=rk[:, None] < k_left, other=0.0)
-        acc = _matmul.dot(a, b, acc)
-        x_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K * stride_wk
+    acc = _matmul.k_loop(tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32), x_ptrs, w_ptrs, K, stride_wk, rk,
+                         BLOCK_K, EVEN_K)
     z = acc + tl.load(b_ptr + rn % N).to(tl.float32)[None, :]
     mask = (rm < M)[:, None] & (rn < N)[None, :]
     dense = rm.to(tl.int64)[:, None] * N + rn[None, :]

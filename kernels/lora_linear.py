@@ -72,17 +72,7 @@ def _lora_matmul_kernel(
     bt = tl.load(b_ptr + rn_in.to(tl.int64)[None, :] * stride_bn + rr[:, None] * stride_br,
                  mask=rr[:, None] < R, other=0.0)
     acc = _matmul.dot(xa, bt, tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)) * scale
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            k_left = K - k * BLOCK_K
-            a = tl.load(x_ptrs, mask=rk[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=rk[:, None] < k_left, other=0.0)
-        acc = _matmul.dot(a, b, acc)
-        x_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K * stride_wk
+    acc = _matmul.k_loop(acc, x_ptrs, w_ptrs, K, stride_wk, rk, BLOCK_K, EVEN_K)
     out = acc
     mask = (rm < M)[:, None] & (rn < N)[None, :]
     dense = rm.to(tl.int64)[:, None] * N + rn[None, :]
