@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from harness.case import Case, TensorRecipe, dtype_name
+from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
@@ -137,9 +137,14 @@ def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dty
                            problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
     terms = tuple(terms) + (None,) * (len(eager) - len(terms))
     return [
-        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k])
+        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k],
+                term_precision(spec))
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
+
+
+def term_precision(spec: KernelSpec) -> torch.dtype | None:
+    return torch_dtype(spec.term_precision) if spec.term_precision else None
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
@@ -265,7 +270,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 problems.append(f"{label}: the kernel returned no gradient")
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
-            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name)))
+            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), term_precision(spec)))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 

@@ -43,7 +43,12 @@ kernel's probabilities rounded against a running maximum instead of the final on
 ulps of the terms, not of the result; eager's error in such a row can be small by its own order's
 luck. There the envelope is at least one ulp of the term magnitude::
 
-    envelope_i = max(envelope_i, eps * terms_i)
+    envelope_i = max(envelope_i, eps_terms * terms_i)
+
+``eps_terms`` is the output dtype's eps, or the spec's ``term_precision`` where that is finer: a
+16-bit LayerNorm forms ``w * (x - mean) * rstd + b`` in fp32 from exact inputs, so its terms carry
+fp32 ulps, and an envelope of bf16 ulps of the terms would pass a kernel that rounds the mean to
+bf16. Attention's ``P @ V`` takes P rounded to the 16-bit dtype, so its terms carry that dtype's.
 
 The kernel's **numerics score** is ``max_i |kernel_i - oracle_i| / envelope_i``: its worst error in
 units of eager's. It passes when the score is at most the spec's declared multiple. NaN and +-inf
@@ -162,11 +167,13 @@ def compare(
     multiple: float,
     calibration: list[tuple[torch.Tensor, torch.Tensor]] = (),
     terms: torch.Tensor | None = None,
+    term_precision: torch.dtype | None = None,
 ) -> Comparison:
     """Judge ``kernel`` against ``oracle`` under the envelope of ``eager``'s error (module docstring).
 
     ``calibration`` holds extra (eager, oracle) pairs computed on ulp-perturbed inputs; ``terms``,
-    if given, the sum of |terms| of each element (the envelope is at least an ulp of it).
+    if given, the sum of |terms| of each element (the envelope is at least an ulp of it: of the
+    output's dtype, or of ``term_precision`` where that is finer, for sums formed in fp32).
     """
     problem = _structure_problem(kernel, eager)
     if problem:
@@ -225,7 +232,8 @@ def compare(
     envelope = atol_row + info.eps * magnitude + _row_max(conditioned).clamp_max(1.0) * sensitivity
     if terms is not None:  # a sum that cancels: an ulp of its terms is what reordering it costs
         scale = terms.detach().to(device=o.device, dtype=torch.float64).abs()
-        envelope = torch.maximum(envelope, info.eps * torch.where(finite & scale.isfinite(), scale, 0.0))
+        term_eps = min(info.eps, torch.finfo(term_precision).eps) if term_precision is not None else info.eps
+        envelope = torch.maximum(envelope, term_eps * torch.where(finite & scale.isfinite(), scale, 0.0))
     ratio = kernel_err / envelope
     worst = int(ratio.flatten().argmax())
     i = _index(worst, ratio.shape)

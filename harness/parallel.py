@@ -17,7 +17,7 @@ safety checks unrun rather than whole kernels.
 from __future__ import annotations
 
 import multiprocessing
-import queue
+import multiprocessing.connection
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -92,24 +92,24 @@ def _interrupt_on_sigterm(signum, frame) -> None:
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
-def _worker_main(index: int, tasks, results, seed: int | None, profile: str) -> None:
-    """A worker's loop: announce each task before running it (so a worker that dies is blamed on
-    the right property), then send its outcome; stop at the ``None`` sentinel. SIGTERM unwinds the
-    worker (``finally`` blocks run), so a lock it holds, such as the CUDA extension build's, is
-    released rather than left for every later process to wait on."""
+def _worker_main(slot: int, conn, seed: int | None, profile: str) -> None:
+    """A worker's loop: receive (position, key) over its pipe, run it, send (position, outcome,
+    compilations) back; stop at ``None`` or when the pipe closes. Sends are synchronous, so a
+    result is in the pipe before the next task starts. SIGTERM unwinds the worker (``finally``
+    blocks run), so a lock it holds, such as the CUDA extension build's, is released rather than
+    left for every later process to wait on."""
     global _worker_index
-    _worker_index = index
+    _worker_index = slot
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
-        while (item := tasks.get()) is not None:
+        while (item := conn.recv()) is not None:
             position, key = item
-            results.put(("started", index, position, None, None))
             try:
                 data, compiled = _run_one(key, seed, profile)
             except Exception as exc:  # noqa: BLE001 - reported as this property's failure; the worker goes on
                 data, compiled = _crashed(key, f"raised {type(exc).__name__}: {exc}"), None
-            results.put(("done", index, position, data, compiled))
-    except KeyboardInterrupt:  # stopped by the parent (or Ctrl-C): unwound, nothing to report
+            conn.send((position, data, compiled))
+    except (KeyboardInterrupt, EOFError):  # stopped by the parent (or Ctrl-C), or the parent is gone
         return
 
 
@@ -136,6 +136,17 @@ def _crashed(key: RunKey, what: str) -> dict:
                    status=FAILED, message=f"{key.label}: the worker process {what}").to_json()
 
 
+@dataclass
+class _Worker:
+    """The parent's view of one worker: its process, its end of the pipe, its GPU slot and the
+    position of the property it is running (None when idle)."""
+
+    slot: int
+    process: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+    running: int | None = None
+
+
 def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int | None = None,
                     deadline_s: float | None = None,
                     on_done: Callable[[RunKey, Outcome], None] | None = None) -> tuple[list[Outcome], dict[str, dict]]:
@@ -143,31 +154,21 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
     spec (``seconds``: summed time of its properties, ``compilations``: summed count, or None under
     the interpreter). Properties cut off by ``deadline_s`` come back skipped, with the reason.
 
-    The workers are plain processes fed from one queue, not a ``multiprocessing.Pool``: at the
-    deadline they are stopped (SIGTERM, then SIGKILL; ``_stop``), which a Pool does not survive
-    reliably (its terminate can hang on queue locks that a busy worker holds). A worker that dies on its own (a segfault
-    in a kernel, the OOM killer) fails the property it was running and is replaced.
+    Each worker is a plain process with a pipe of its own, over which the parent hands it one
+    property at a time, so the parent always knows what every worker is running. A worker that
+    dies (a segfault in a kernel, the OOM killer) fails that property and is replaced on the same
+    GPU slot. At the deadline, results already sent are still collected, then the workers are
+    stopped (SIGTERM, then SIGKILL; ``_stop``). No ``multiprocessing.Pool``: its terminate can hang
+    on queue locks that a busy worker holds.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     ordered = sorted(keys, key=_priority)
     context = multiprocessing.get_context("spawn")
-    tasks, results = context.Queue(), context.Queue()
-    for position, key in enumerate(ordered):
-        tasks.put((position, key))
-    workers: dict[int, multiprocessing.process.BaseProcess] = {}
-    running: dict[int, int] = {}  # worker index -> position of the property it runs
-
-    def start(index: int) -> None:
-        tasks.put(None)  # one sentinel per worker ever started: each stops at the first it reads
-        workers[index] = context.Process(target=_worker_main, args=(index, tasks, results, seed, profile),
-                                         daemon=True, name=f"harness-verify-{index}")
-        workers[index].start()
-
-    for index in range(min(jobs, len(ordered))):
-        start(index)
+    pending = list(range(len(ordered)))  # positions not yet handed out, in scheduling order
+    workers: list[_Worker] = []
     done: dict[RunKey, tuple[Outcome, int | None]] = {}
-    began = time.monotonic()
+    started = 0
 
     def finish(position: int, data: dict, compiled: int | None) -> None:
         key = ordered[position]
@@ -175,34 +176,67 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         if on_done:
             on_done(key, done[key][0])
 
+    def hand_out(worker: _Worker) -> None:
+        worker.running = pending.pop(0) if pending else None
+        try:
+            worker.conn.send(None if worker.running is None else (worker.running, ordered[worker.running]))
+        except OSError:  # it died meanwhile: noticed through its sentinel
+            pass
+
+    def start(slot: int) -> None:
+        nonlocal started
+        parent_end, child_end = context.Pipe(duplex=True)
+        process = context.Process(target=_worker_main, args=(slot, child_end, seed, profile), daemon=True,
+                                  name=f"harness-verify-{started}")
+        process.start()
+        started += 1
+        child_end.close()  # the worker holds the only other end: its death reads as EOF
+        worker = _Worker(slot, process, parent_end)
+        workers.append(worker)
+        hand_out(worker)
+
+    def collect(worker: _Worker) -> bool:
+        """Read what the worker sent; False once its pipe is closed (it exited)."""
+        try:
+            while worker.conn.poll():
+                position, data, compiled = worker.conn.recv()
+                finish(position, data, compiled)
+                worker.running = None
+                if not stopping:
+                    hand_out(worker)
+        except (EOFError, OSError):
+            return False
+        return True
+
+    stopping = False
+    for slot in range(min(jobs, len(ordered))):
+        start(slot)
+    began = time.monotonic()
     try:
         while len(done) < len(ordered):
             remaining = None if deadline_s is None else deadline_s - (time.monotonic() - began)
             if remaining is not None and remaining <= 0:
                 break
-            try:
-                kind, index, position, data, compiled = results.get(timeout=min(remaining or 5.0, 5.0))
-            except queue.Empty:
-                for index, worker in list(workers.items()):
-                    if worker.exitcode is not None and index in running:  # died mid-property
-                        position = running.pop(index)
-                        finish(position, _crashed(ordered[position], f"died (exit code {worker.exitcode})"), None)
-                        start(max(workers) + 1)
-                if not any(worker.is_alive() for worker in workers.values()) and results.empty():
-                    for position, key in enumerate(ordered):  # every worker died before taking these
-                        if key not in done:
-                            finish(position, _crashed(key, "never ran it: every worker process exited"), None)
-                continue
-            if kind == "started":
-                running[index] = position
-            else:
-                running.pop(index, None)
-                finish(position, data, compiled)
+            live = [w for w in workers if w.process.is_alive() or w.conn.poll()]
+            if not live:  # cannot happen while properties remain: a dead worker is replaced
+                break
+            ready = set(multiprocessing.connection.wait(
+                [w.conn for w in live] + [w.process.sentinel for w in live], timeout=remaining))
+            for worker in live:
+                if worker.conn in ready or worker.process.sentinel in ready:
+                    alive = collect(worker)
+                    if not alive or not worker.process.is_alive():
+                        _retire(worker, workers, finish, ordered)
+                        if pending:
+                            start(worker.slot)
     finally:
-        _stop(list(workers.values()))
-        for q in (tasks, results):
-            q.cancel_join_thread()
-            q.close()
+        stopping = True
+        for worker in workers:  # results sent just before the deadline still count
+            collect(worker)
+        _stop([w.process for w in workers])
+        for worker in workers:  # and those a stopped worker had sent while it was being stopped
+            collect(worker)
+            worker.conn.close()
     outcomes, cost = [], {}
     for key in keys:
         if key in done:
@@ -218,3 +252,13 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         if compiled is not None:
             entry["compilations"] = (entry["compilations"] or 0) + compiled
     return outcomes, cost
+
+
+def _retire(worker: _Worker, workers: list[_Worker], finish, ordered) -> None:
+    """A worker exited: fail the property it was running, and drop it from the live set."""
+    worker.process.join(timeout=5)
+    if worker.running is not None:
+        finish(worker.running, _crashed(ordered[worker.running], f"died (exit code {worker.process.exitcode})"), None)
+        worker.running = None
+    worker.conn.close()
+    workers.remove(worker)

@@ -226,6 +226,9 @@ class KernelSpec:
     # ``grad_outputs`` (fp64), returns {input name: sum of |terms| of each gradient element}. For
     # gradients that are sums over many contributions, e.g. an embedding's scatter-add.
     gradient_term_magnitudes: Callable[..., Any] | None = None
+    # The dtype whose ulp the terms of both hooks carry, where finer than the output's: "float32"
+    # for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
+    term_precision: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -370,6 +373,8 @@ def _validate(spec: KernelSpec) -> None:
             fail("known_failures", "every known failure needs a reason")
         if failure.implementation is not None and failure.implementation not in spec.implementations:
             fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
+    if spec.term_precision is not None and spec.term_precision not in FLOAT_DTYPES:
+        fail("term_precision", f"must be one of {FLOAT_DTYPES} or None, got {spec.term_precision!r}")
     for hook in ("term_magnitudes", "gradient_term_magnitudes"):
         if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
             fail(hook, f"must be callable, got {type(getattr(spec, hook)).__name__}")

@@ -16,14 +16,14 @@ needed it also writes each lookup's row index for the backward.
 Backward (deterministic, no atomics): the lookups' row indices are sorted with a stable sort
 (``torch.sort(stable=True)``, deterministic on CUDA) and, for each position, the end of its run of
 equal rows is found with ``torch.searchsorted``. One program per sorted position; the program at
-the start of a run sums the gradient rows of the run's lookups in fp32, in the order of the
+the start of a run sums the gradient rows of the run's lookups (see Numerics), in the order of the
 lookups (batch-major), and writes the table row once. Rows no lookup names get zero. Each row is
 written by one program in a fixed order, so repeated calls are bitwise identical. (A run is summed
 by one program: a row looked up by most of the batch is a long serial sum. Atomic adds would spread
 it over programs but make the fp32 sum's order, and so its bits, vary from call to call.)
 
-Numerics: the forward copies bits; the backward accumulates in fp64 for fp32 and fp64 tables
-(fp32 for 16-bit ones) and rounds once to the weights' dtype. The long serial sums of a popular
+Numerics: the forward copies bits; the backward accumulates in fp64 for fp32 tables (fp32 for
+16-bit ones) and rounds once to the weights' dtype. The long serial sums of a popular
 row need it: on the H100, 251 lookups of one row with a broadcast grad_output summed serially in
 fp32 were off by 28 ulp (0.0017 at -579.9), 8.8x eager's error; fp32 sums are ~500x finer than a
 16-bit table's ulp and stay.
@@ -135,8 +135,8 @@ def _forward(ids, weights, info, save_rows: bool):
 
 
 def _accumulator(dtype: torch.dtype):
-    """fp64 sums for fp32/fp64 tables, fp32 for 16-bit ones (module docstring)."""
-    return tl.float64 if dtype in (torch.float32, torch.float64) else tl.float32
+    """fp64 sums for fp32 tables, fp32 for 16-bit ones (module docstring)."""
+    return tl.float64 if dtype == torch.float32 else tl.float32
 
 
 def _backward(rows, grad, weight_shape, dtype, features):

@@ -30,19 +30,20 @@ def term_magnitudes(
     x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
 ) -> torch.Tensor:
     """The sum of |terms| behind each output element (``harness.numerics``): the output is
-    ``weight * rstd * (x - mean) + bias``, so ``(|x| + |mean|) * rstd * |weight| + |bias|``.
+    ``weight * rstd * (x - mean) + bias`` and the mean is itself a sum of ``x_j / n``, so
+    ``(|x| + mean(|x|)) * rstd * |weight| + |bias|``.
 
     Where x sits near its row's mean, or the bias cancels the rest, the result is far below its
-    terms, and a kernel that rounds in another order is off by an fp32 ulp of the terms: several
+    terms, and a kernel that sums and rounds in another order is off by ulps of the terms: several
     ulps of a 16-bit result, while eager's own rounding there may be exact by luck. Two H100 bf16
-    cases: a kernel folding the output into ``x * a + c`` (a = weight * rstd) was off by 9.3e-8
-    at -5.2e-6 from terms of ~1 (2.31x eager's envelope); and ``weight * x_hat + bias`` cancelling
-    to -1.05e-6 from terms of ~1 (2.54x). Both errors are about one fp32 ulp of the terms.
+    cases: -5.2e-6 where x was within 3e-8 of a row mean summed from 1021 values of ~0.8, kernel
+    off by 9.3e-8 (2.31x eager's envelope; 0.87 fp32 ulp of these terms); and the bias cancelling
+    ``w * x_hat`` to -1.05e-6 from terms of ~1 (2.54x; 0.2 ulp).
     """
     mean = x.mean(dim=-1, keepdim=True)
     centred = x - mean
     rstd = torch.rsqrt(centred.pow(2).mean(dim=-1, keepdim=True) + eps)
-    terms = (x.abs() + mean.abs()) * rstd
+    terms = (x.abs() + x.abs().mean(dim=-1, keepdim=True)) * rstd
     if weight is not None:
         terms = terms * weight.abs()
     return terms + bias.abs() if bias is not None else terms

@@ -57,6 +57,7 @@ SPEC = KernelSpec(
     description="hashed embedding lookup over concatenated tables: weights[offset_f + (id + 1) mod card_f]",
     reference=reference.dlrm_embedding,
     gradient_term_magnitudes=reference.gradient_term_magnitudes,
+    term_precision="float32",  # 16-bit tables' gradients are summed in fp32 (fp32 tables in fp64)
     implementations={"triton": kernel.dlrm_embedding},
     tensors=(
         TensorArg("ids", dims=("batch", "features"), dtype="int64", values=("int64_ids", "tokens")),

@@ -42,6 +42,7 @@ SPEC = KernelSpec(
     dtypes=("float32", "float16", "bfloat16", "float64"),
     error_multiple=2.0,
     term_magnitudes=_terms,
+    term_precision="float32",  # formed in fp32 from the exact inputs
     bad_scalars={"eps": _norm.BAD_EPS},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(

@@ -126,7 +126,8 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
         for shape in shapes:
             if until is not None and time.monotonic() >= until:
                 if not_run is not None:
-                    not_run.append(f"{spec.name} {dict(shape.dims)} {shape.dtype}")
+                    scalars = f" {dict(shape.scalars)}" if shape.scalars else ""
+                    not_run.append(f"{spec.name} {dict(shape.dims)} {shape.dtype}{scalars}")
                 continue
             records += _bench_shape(spec, shape, device, roofline, plan, on_case)
     return records

@@ -1,8 +1,8 @@
 """Specs for tests/unit/test_parallel.py, registered through HARNESS_SPECS in spawned workers.
 
-Plain-torch "kernels" keep the workers fast: a correct one, a wrong one, a slow one, and one
-that holds a file lock while it works (as torch's CUDA extension build does), at the path in
-$PAR_LOCK_PATH.
+Plain-torch "kernels" keep the workers fast: a correct one, a wrong one, a slow one, one that
+holds a file lock while it works (as torch's CUDA extension build does), at the path in
+$PAR_LOCK_PATH, and one that kills its process.
 """
 
 import os
@@ -39,6 +39,10 @@ def _scale_locked(x):
         baton.release()
 
 
+def _scale_dies(x):
+    os._exit(3)  # as a segfault or the OOM killer would end the process
+
+
 def _spec(name, fn):
     return KernelSpec(
         name=name, reference=_scale, implementations={"torch": fn},
@@ -51,4 +55,5 @@ PAR_GOOD = _spec("par_good", _scale)
 PAR_WRONG = _spec("par_wrong", _scale_wrong)
 PAR_SLOW = _spec("par_slow", _scale_slow)
 PAR_LOCKED = _spec("par_locked", _scale_locked)
+PAR_DIES = _spec("par_dies", _scale_dies)
 _UNUSED = torch  # the module imports torch like any spec module

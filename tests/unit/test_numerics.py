@@ -164,3 +164,30 @@ def test_term_magnitudes_floor_the_envelope_of_a_cancelling_sum():
     assert compare("out", kernel, eager, oracle, 2.0, terms=terms).passed
     wrong = torch.tensor([[0.25, 0.5]], dtype=torch.bfloat16)  # 32 ulps of the terms: a bug
     assert not compare("out", wrong, eager, oracle, 2.0, terms=terms).passed
+
+
+def _layer_norm_bf16(x: torch.Tensor, round_mean: bool) -> torch.Tensor:
+    """LayerNorm of bf16 x in fp32, rounded once to bf16; or with the mean rounded to bf16 (a bug)."""
+    x32 = x.to(torch.float32)
+    mean = x32.mean(dim=-1, keepdim=True)
+    if round_mean:
+        mean = mean.to(torch.bfloat16).to(torch.float32)
+    centred = x32 - mean
+    rstd = torch.rsqrt(centred.pow(2).mean(dim=-1, keepdim=True) + 1e-5)
+    return (centred * rstd).to(torch.bfloat16)
+
+
+def test_terms_carry_the_precision_the_sum_is_formed_in():
+    # A bf16 LayerNorm forms its output in fp32 from exact inputs: its terms carry fp32 ulps. An
+    # envelope of bf16 ulps of the terms would pass a kernel that rounds the mean to bf16.
+    import references.layer_norm as reference
+
+    gen = torch.Generator().manual_seed(3)
+    x = (2 + 0.3 * torch.randn(8, 64, generator=gen, dtype=torch.float64)).to(torch.bfloat16)
+    oracle = reference.layer_norm(x.to(torch.float64))
+    eager = reference.layer_norm(x)
+    terms = reference.term_magnitudes(x.to(torch.float64))
+    good, bad = _layer_norm_bf16(x, round_mean=False), _layer_norm_bf16(x, round_mean=True)
+    assert compare("out", good, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
+    assert not compare("out", bad, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
+    assert compare("out", bad, eager, oracle, 2.0, terms=terms).passed, "the bf16-ulp floor is the loose one"

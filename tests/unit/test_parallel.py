@@ -49,6 +49,14 @@ def test_a_budget_stop_lets_a_worker_release_its_locks(parallel_specs, monkeypat
     assert not lock.exists(), "the stopped worker left its lock file behind"
 
 
+def test_a_worker_that_dies_fails_its_check_and_is_replaced(parallel_specs):
+    keys = [RunKey("par_dies", "torch", "float32", "forward", 1), RunKey("par_good", "torch", "float32", "forward", 1),
+            RunKey("par_good", "torch", "float32", "unwritten", 1)]
+    outcomes, _ = verify_parallel(keys, jobs=1, profile="ci")
+    assert outcomes[0].status == "failed" and "died (exit code 3)" in outcomes[0].message
+    assert [o.status for o in outcomes[1:]] == ["passed", "passed"]
+
+
 def test_jobs_must_be_positive():
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         verify_parallel([], jobs=0, profile="ci")
