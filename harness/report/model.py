@@ -61,6 +61,7 @@ _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDIC
 _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verification_cost": dict,
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,
         "regressions": list}
+_TOP_OPTIONAL = {"not_benchmarked": list}  # benchmark shapes a --bench-budget left out (labels)
 
 
 def _is_number(value: Any) -> bool:
@@ -126,7 +127,7 @@ def validate_results(data: Any, source: str = "<results>") -> dict:
         raise ReportError(f"{source}: results version {data.get('version')!r} is not supported "
                           f"(this harness reads version {VERSION})")
     problems: list[str] = []
-    _check_record(data, _TOP, "results", problems)
+    _check_record(data, _TOP, "results", problems, _TOP_OPTIONAL)
     if isinstance(data.get("run"), dict):
         _check_record(data["run"], _RUN, "run", problems)
     for name, fields in (("verification", _OUTCOME), ("benchmarks", _BENCHMARK), ("regressions", _REGRESSION)):
