@@ -229,7 +229,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         jobs=args.jobs, verify_deadline_s=args.verify_budget, bench_budget_s=args.bench_budget,
         progress=_progress_printer(),
     )
-    from harness.results import Outcome
+    from harness.results import UNFINISHED_PREFIX, Outcome
 
     outcomes = [Outcome(**o) for o in results["verification"]]
     for table in outcome_tables(outcomes):
@@ -240,6 +240,10 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     if results.get("baseline_update_error"):
         console.print(f"[red]baseline not recorded:[/red] {results['baseline_update_error']}")
     console.print(f"reports written to {out}/ (report.html, summary.md, junit.xml, results.json)")
+    unfinished = [o for o in outcomes if o.status == "skipped" and o.message.startswith(UNFINISHED_PREFIX)]
+    if unfinished:
+        console.print(f"[yellow]verification incomplete:[/yellow] the time budget ran out before "
+                      f"{len(unfinished)} check(s) finished (reported as skipped)")
     bad = [o for o in outcomes if not o.ok]
     regressions = [r for r in results["regressions"] if r["verdict"] == "regression"]
     return 1 if bad or regressions else 0

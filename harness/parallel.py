@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.results import FAILED, SKIPPED, Outcome
+from harness.results import FAILED, SKIPPED, UNFINISHED_PREFIX, Outcome
 
 # Scheduling order: the checks that prove equivalence first.
 _CHECK_PRIORITY = ("forward", "backward", "dropout", "gradcheck", "unwritten", "guards", "determinism", "contract")
@@ -85,10 +85,17 @@ def _run_one(key: RunKey, seed: int | None, profile: str) -> tuple[dict, int | N
     return outcome.to_json(), sum(compiled.values()) if on_gpu() else None
 
 
+_stopped = False
+
+
 def _interrupt_on_sigterm(signum, frame) -> None:
     # KeyboardInterrupt, not SystemExit: Hypothesis takes SystemExit raised in a test for a
     # failure and replays the example (re-taking the locks just released), while an interrupt
-    # stops it at once, as Ctrl-C does.
+    # stops it at once, as Ctrl-C does. The flag covers code that turns the interrupt into an
+    # ordinary error (an extension module's import reports "initialization failed"): whatever
+    # the property returns after this point is not a result.
+    global _stopped
+    _stopped = True
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
@@ -108,6 +115,8 @@ def _worker_main(slot: int, conn, seed: int | None, profile: str) -> None:
                 data, compiled = _run_one(key, seed, profile)
             except Exception as exc:  # noqa: BLE001 - reported as this property's failure; the worker goes on
                 data, compiled = _crashed(key, f"raised {type(exc).__name__}: {exc}"), None
+            if _stopped:
+                return
             conn.send((position, data, compiled))
     except (KeyboardInterrupt, EOFError):  # stopped by the parent (or Ctrl-C), or the parent is gone
         return
@@ -158,7 +167,7 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
     property at a time, so the parent always knows what every worker is running. A worker that
     dies (a segfault in a kernel, the OOM killer) fails that property and is replaced on the same
     GPU slot. At the deadline, results already sent are still collected, then the workers are
-    stopped (SIGTERM, then SIGKILL; ``_stop``). No ``multiprocessing.Pool``: its terminate can hang
+    stopped (SIGTERM, then SIGKILL; ``_stop``) and nothing more is read from them. No ``multiprocessing.Pool``: its terminate can hang
     on queue locks that a busy worker holds.
     """
     if jobs < 1:
@@ -231,11 +240,10 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
                             start(worker.slot)
     finally:
         stopping = True
-        for worker in workers:  # results sent just before the deadline still count
+        for worker in workers:  # results sent before the deadline still count
             collect(worker)
         _stop([w.process for w in workers])
-        for worker in workers:  # and those a stopped worker had sent while it was being stopped
-            collect(worker)
+        for worker in workers:  # nothing is read after the stop: see _interrupt_on_sigterm
             worker.conn.close()
     outcomes, cost = [], {}
     for key in keys:
@@ -244,7 +252,7 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         else:
             outcome, compiled = Outcome(
                 spec=key.spec, implementation=key.implementation, dtype=key.dtype, check=key.check, status=SKIPPED,
-                message=f"not run: the verification time budget of {deadline_s:g} s ran out before this check finished",
+                message=f"{UNFINISHED_PREFIX} of {deadline_s:g} s ran out before this check finished",
             ), None
         outcomes.append(outcome)
         entry = cost.setdefault(key.spec, {"seconds": 0.0, "compilations": None})

@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass
 from harness.runner import CheckFailure, PropertyRun, skip_reason
 
 PASSED, FAILED, SKIPPED, XFAILED, XPASSED = "passed", "failed", "skipped", "xfailed", "xpassed"
+# The message of a check a verification time budget stopped (skipped, but not for a reason a user
+# accepts: the reports call such a run incomplete rather than green).
+UNFINISHED_PREFIX = "not run: the verification time budget"
 
 
 @dataclass

@@ -68,9 +68,11 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
     run, summary = results["run"], summarize(results)
     red = summary["failed"] or summary["xpassed"] or summary["regressions"]
     regressions = summary["regressions"]
+    icon = "❌" if red else "⚠️" if summary["unfinished"] else "✅"
     lines = [
-        f"## {'❌' if red else '✅'} Harness `{_cell(run['id'])}`: {summary['passed']} passed / "
-        f"{summary['failed']} failed / {regressions} regression{'s' if regressions != 1 else ''}",
+        f"## {icon} Harness `{_cell(run['id'])}`: {summary['passed']} passed / "
+        f"{summary['failed']} failed / {regressions} regression{'s' if regressions != 1 else ''}"
+        + (f" / {summary['unfinished']} not run (time budget)" if summary["unfinished"] else ""),
         "",
         " · ".join(_cell(x) for x in (
             run["device"], f"torch {run['torch']}", f"triton {run['triton']}",

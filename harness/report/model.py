@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.io import atomic_write_text
+from harness.results import UNFINISHED_PREFIX
 from harness.spec import REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
@@ -282,10 +283,13 @@ def merge_results(shards: list[Mapping]) -> dict:
 # --- summaries and history ----------------------------------------------------------------------------
 
 def summarize(results: Mapping) -> dict:
-    """Counts per verification status, plus the numbers of regressions and improvements."""
+    """Counts per verification status, plus the numbers of regressions and improvements, and of
+    checks a time budget stopped (``unfinished``, among the skipped)."""
     summary = {status: 0 for status in STATUSES}
     for outcome in results["verification"]:
         summary[outcome["status"]] += 1
+    summary["unfinished"] = sum(o["status"] == "skipped" and o["message"].startswith(UNFINISHED_PREFIX)
+                                for o in results["verification"])
     summary["regressions"] = sum(r["verdict"] == "regression" for r in results["regressions"])
     summary["improvements"] = sum(r["verdict"] == "improvement" for r in results["regressions"])
     return summary

@@ -2,7 +2,7 @@
 
 Plain-torch "kernels" keep the workers fast: a correct one, a wrong one, a slow one, one that
 holds a file lock while it works (as torch's CUDA extension build does), at the path in
-$PAR_LOCK_PATH, and one that kills its process.
+$PAR_LOCK_PATH, one that turns an interrupt into an ordinary error, and one that kills its process.
 """
 
 import os
@@ -39,6 +39,20 @@ def _scale_locked(x):
         baton.release()
 
 
+_interrupted = []
+
+
+def _scale_masks_interrupts(x):
+    if _interrupted:  # once broken, always broken (as a half-imported module is)
+        raise ImportError("initialization failed")
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:  # as an extension module's init does: "initialization failed"
+        _interrupted.append(True)
+        raise ImportError("initialization failed") from None
+    return x * 2
+
+
 def _scale_dies(x):
     os._exit(3)  # as a segfault or the OOM killer would end the process
 
@@ -56,4 +70,5 @@ PAR_WRONG = _spec("par_wrong", _scale_wrong)
 PAR_SLOW = _spec("par_slow", _scale_slow)
 PAR_LOCKED = _spec("par_locked", _scale_locked)
 PAR_DIES = _spec("par_dies", _scale_dies)
+PAR_MASKS = _spec("par_masks", _scale_masks_interrupts)
 _UNUSED = torch  # the module imports torch like any spec module

@@ -49,6 +49,14 @@ def test_a_budget_stop_lets_a_worker_release_its_locks(parallel_specs, monkeypat
     assert not lock.exists(), "the stopped worker left its lock file behind"
 
 
+def test_a_check_stopped_by_the_budget_is_never_reported_as_failed(parallel_specs):
+    """Code that turns the stop's interrupt into an ordinary error (an import inside the check
+    reporting "initialization failed") must not make the check a failure."""
+    keys = [RunKey("par_masks", "torch", "float32", "forward", 1)]
+    outcomes, _ = verify_parallel(keys, jobs=1, profile="ci", deadline_s=10)
+    assert outcomes[0].status == "skipped", outcomes[0].message
+
+
 def test_a_worker_that_dies_fails_its_check_and_is_replaced(parallel_specs):
     keys = [RunKey("par_dies", "torch", "float32", "forward", 1), RunKey("par_good", "torch", "float32", "forward", 1),
             RunKey("par_good", "torch", "float32", "unwritten", 1)]

@@ -107,7 +107,7 @@ def make_history(n=3):
 
 def test_summarize_counts_statuses_and_verdicts():
     assert summarize(make_results()) == {"passed": 4, "failed": 1, "skipped": 1, "xfailed": 1, "xpassed": 0,
-                                         "regressions": 1, "improvements": 1}
+                                         "unfinished": 0, "regressions": 1, "improvements": 1}
 
 
 def test_merge_of_two_shards_keeps_the_failure_and_joins_run_info():
@@ -309,3 +309,16 @@ def test_benchmarks_left_out_by_a_budget_are_reported_everywhere(tmp_path):
     with pytest.raises(ReportError, match="not_benchmarked"):
         validate_results(bad, "r.json")
     assert 'id="benchmarks-partial"' not in html_report(make_results(), [])
+
+
+def test_checks_a_budget_stopped_make_the_run_incomplete_not_green():
+    results = make_results(measured=False)
+    results["verification"] = [o for o in results["verification"] if o["status"] == "passed"]
+    assert render_markdown(results).startswith("## ✅")
+    stopped = copy.deepcopy(results["verification"][0])
+    stopped.update(status="skipped", message="not run: the verification time budget of 60 s ran out before this check finished")
+    results["verification"].append(stopped)
+    assert summarize(results)["unfinished"] == 1
+    text = render_markdown(results)
+    assert text.startswith("## ⚠️") and "/ 1 not run (time budget)" in text.splitlines()[0]
+    assert 'id="verification-incomplete"' in html_report(results, [])
