@@ -6,8 +6,10 @@
 #   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n 16 with the nightly profile, faults included
 #   bash benchmarks/gpu_run.sh verify-each KERNEL...  the same, one pytest per kernel with its own time limit
 #                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
-#   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification, the
-#                                                     full benchmark sweep, baselines) into $OUT/NAME
+#   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification in JOBS
+#                                                     workers for VERIFY_BUDGET s, the benchmark sweep for
+#                                                     BENCH_BUDGET s, baselines) into $OUT/NAME; add --quick
+#                                                     after the kernels for the quick shapes only
 #   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
 #   bash benchmarks/gpu_run.sh tune                   the softmax tiling sweep
 #   bash benchmarks/gpu_run.sh spread                 pytest -n 4 (ci profile) on every visible GPU: the
@@ -49,7 +51,8 @@ case "$mode" in
     name=$1
     shift
     timeout "${STEP_TIMEOUT:-540}" python3 -m harness nightly --out "$OUT/$name" --profile ci --max-examples 2 \
-      --jobs "${JOBS:-8}" --verify-budget "${VERIFY_BUDGET:-120}" --update-baseline --shard "$name" "$@" >> "$log" 2>&1
+      --jobs "${JOBS:-16}" --verify-budget "${VERIFY_BUDGET:-120}" --bench-budget "${BENCH_BUDGET:-300}" \
+      --update-baseline --shard "$name" "$@" >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
     # the device tool returns no file names with '+': record baselines from results.json with
     # harness record-baseline OUT/NAME/results.json; the history has one line, derivable from it
