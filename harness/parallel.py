@@ -189,8 +189,10 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         worker.running = pending.pop(0) if pending else None
         try:
             worker.conn.send(None if worker.running is None else (worker.running, ordered[worker.running]))
-        except OSError:  # it died meanwhile: noticed through its sentinel
-            pass
+        except OSError:  # it died meanwhile (noticed through its sentinel): the property goes back
+            if worker.running is not None:
+                pending.insert(0, worker.running)
+            worker.running = None
 
     def start(slot: int) -> None:
         nonlocal started
