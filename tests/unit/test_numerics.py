@@ -191,3 +191,13 @@ def test_terms_carry_the_precision_the_sum_is_formed_in():
     assert compare("out", good, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
     assert not compare("out", bad, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
     assert compare("out", bad, eager, oracle, 2.0, terms=terms).passed, "the bf16-ulp floor is the loose one"
+
+
+def test_an_infinity_that_is_the_true_values_rounding_passes_where_eager_made_nan():
+    oracle = torch.tensor([[1144306.06, 0.5]], dtype=torch.float64)  # past fp16's 65504
+    eager = torch.tensor([[float("nan"), 0.5]], dtype=torch.float16)  # eager's inf - inf
+    assert compare("dx", torch.tensor([[float("inf"), 0.5]], dtype=torch.float16), eager, oracle, 2.0).passed
+    wrong_sign = torch.tensor([[-float("inf"), 0.5]], dtype=torch.float16)
+    assert not compare("dx", wrong_sign, eager, oracle, 2.0).passed
+    saturated = torch.tensor([[65504.0, 0.5]], dtype=torch.float16)  # not the rounding of the true value
+    assert not compare("dx", saturated, eager, oracle, 2.0).passed
