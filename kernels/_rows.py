@@ -121,6 +121,49 @@ def row_offset(rows, inner_rows, stride_outer, stride_inner):
     return (r // inner_rows) * stride_outer + (r % inner_rows) * stride_inner
 
 
+# ---- the elementwise kernels' tiles -------------------------------------------------------------
+# Each program covers ROWS rows x BLOCK columns. Values are loaded in the compute dtype: fp32, or
+# fp64 with PRECISE (fp32 results), where sums of inputs such as x + bias are then exact: rounding
+# such an argument to fp32 first moves an ill-conditioned activation by ulps of its result (gelu's
+# tail: 2 ulp at z = -2.18, caught on the H100), an error eager pays only where it is unlucky.
+
+
+@triton.jit
+def tile(ROWS: tl.constexpr, BLOCK: tl.constexpr, n_rows, n_cols):
+    """(rows, cols, mask) of this program's tile; programs are laid out (row tile, column block)."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    return rows, cols, (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+
+
+@triton.jit
+def widen(v, PRECISE: tl.constexpr):
+    """v in the compute dtype: fp64 with PRECISE, else fp32."""
+    if PRECISE:
+        return v.to(tl.float64)
+    else:
+        return v.to(tl.float32)
+
+
+@triton.jit
+def load_tile(ptr, rows, cols, mask, inner, stride_outer, stride_inner, PRECISE: tl.constexpr):
+    """A [ROWS, BLOCK] tile of a row-strided tensor (0 where masked), in the compute dtype."""
+    row = row_offset(rows, inner, stride_outer, stride_inner)[:, None]
+    return widen(tl.load(ptr + row + cols[None, :], mask=mask, other=0.0), PRECISE)
+
+
+@triton.jit
+def load_vector(ptr, cols, n_cols, PRECISE: tl.constexpr):
+    """A per-column vector (a bias) for the tile's columns, in the compute dtype."""
+    return widen(tl.load(ptr + cols, mask=cols < n_cols, other=0.0), PRECISE)
+
+
+@triton.jit
+def dense_offsets(rows, cols, row_stride):
+    """int64 offsets of the tile in a dense output of ``row_stride`` elements a row."""
+    return rows.to(tl.int64)[:, None] * row_stride + cols[None, :]
+
+
 # Accurate fp32 arithmetic for kernels whose results are stored as fp32 (``PRECISE``). On the GPU,
 # Triton's fp32 ``/`` is div.full.f32 (up to 2 ulp) and tl.exp is ex2.approx(x * log2(e)), whose
 # rounding of x * log2(e) costs |x| * 2^-24 of relative error (about 12 ulp at x = -20), where eager

@@ -13,7 +13,8 @@ grouping depends only on the shape, so results are bitwise reproducible. The run
 partials are fp64 (cheap: one add per element, and the partials are tiny), so the reduction adds
 no error of its own, whatever order the rows are added in: grad_bias is rounded once, at the end.
 
-Arithmetic in fp32, results stored in the input dtype. The activations and their derivatives are
+Arithmetic in the compute dtype of ``kernels/_rows.py``'s tiles (fp32; fp64 for fp32 results,
+so that z is exact), results stored in the input dtype. The activations and their derivatives are
 the shared, interpreter-safe forms of ``kernels/_activations.py`` (gelu's tanh form written through
 the sigmoid, the sigmoid from ``exp(-|z|)``); ``kernels/cuda/add_mul_act.py`` is the same op as a
 CUDA C++ extension.
@@ -50,15 +51,12 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @triton.jit
-def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
-            x_inner, x_so, x_si, y_inner, y_so, y_si):
-    """z = x + alpha * y + bias in fp32 for a [ROWS, BLOCK] tile (0 where masked)."""
-    x_row = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
-    y_row = _rows.row_offset(rows, y_inner, y_so, y_si)[:, None]
-    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    y = tl.load(y_ptr + y_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    return x + alpha * y + b[None, :]
+def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
+            x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE: tl.constexpr):
+    """z = x + alpha * y + bias for a [ROWS, BLOCK] tile (0 where masked), in the compute dtype."""
+    x = _rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si, PRECISE)
+    y = _rows.load_tile(y_ptr, rows, cols, mask, y_inner, y_so, y_si, PRECISE)
+    return x + alpha * y + _rows.load_vector(b_ptr, cols, n_cols, PRECISE)[None, :]
 
 
 @triton.jit
@@ -67,14 +65,11 @@ def _add_mul_act_fwd_kernel(
     x_inner, x_so, x_si, y_inner, y_so, y_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
-                x_inner, x_so, x_si, y_inner, y_so, y_si)
+    rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
+    z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
+                x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
-    dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
+    tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
 @triton.jit
@@ -91,12 +86,11 @@ def _add_mul_act_bwd_kernel(
     for t in range(0, tiles_per_group):
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_rows, n_cols, alpha,
-                    x_inner, x_so, x_si, y_inner, y_so, y_si)
-        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
-        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
+                    x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE)
+        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
-        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        dense = _rows.dense_offsets(rows, cols, n_cols)
         tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)
         tl.store(gy_ptr + dense, _rows.cast_for_store(alpha * dz, gy_ptr), mask=mask)
         acc += dz.to(tl.float64)

@@ -43,14 +43,9 @@ def block_boundaries() -> tuple[int, ...]:
 
 @triton.jit
 def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE: tl.constexpr):
-    """z = x + bias for a [ROWS, BLOCK] tile (0 where masked): fp64 with PRECISE, else fp32."""
-    x_row = _rows.row_offset(rows, x_inner, x_so, x_si)[:, None]
-    x = tl.load(x_ptr + x_row + cols[None, :], mask=mask, other=0.0)
-    b = tl.load(b_ptr + cols, mask=cols < n_cols, other=0.0)
-    if PRECISE:  # exact: the sum of two fp32 numbers fits in fp64
-        return x.to(tl.float64) + b.to(tl.float64)[None, :]
-    else:
-        return x.to(tl.float32) + b.to(tl.float32)[None, :]
+    """z = x + bias for a [ROWS, BLOCK] tile (0 where masked), in the compute dtype (exact in fp64)."""
+    x = _rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si, PRECISE)
+    return x + _rows.load_vector(b_ptr, cols, n_cols, PRECISE)[None, :]
 
 
 @triton.jit
@@ -58,13 +53,10 @@ def _bias_gelu_fwd_kernel(
     x_ptr, b_ptr, out_ptr, n_rows, n_cols, x_inner, x_so, x_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
     z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
-    dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
+    tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
 @triton.jit
@@ -82,11 +74,9 @@ def _bias_gelu_bwd_kernel(
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
         z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
-        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
-        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
-        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-        tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)
+        tl.store(gx_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(dz, gx_ptr), mask=mask)
         acc += dz.to(tl.float64)
     tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 

@@ -35,24 +35,15 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @triton.jit
-def _load_tile(ptr, rows, cols, mask, inner, so, si):
-    row = _rows.row_offset(rows, inner, so, si)[:, None]
-    return tl.load(ptr + row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-
-
-@triton.jit
 def _glu_fwd_kernel(
     a_ptr, b_ptr, out_ptr, n_rows, n_cols, a_inner, a_so, a_si, b_inner, b_so, b_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    a = _load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si)
-    b = _load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si)
+    rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
+    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
     out = _activations.activate(a, ACT, PRECISE) * b
-    dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-    tl.store(out_ptr + dense, _rows.cast_for_store(out, out_ptr), mask=mask)
+    tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
 @triton.jit
@@ -63,16 +54,14 @@ def _glu_bwd_kernel(
 ):
     # grad_a and grad_b are dense rows of grad_row_stride elements: N for two separate tensors,
     # 2N for the two halves of the packed form's grad_x (gb_ptr then points N elements on).
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    a = _load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si)
-    b = _load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si)
-    g = _load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
+    rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
+    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
+    g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
     # With PRECISE act and slope are fp64 and so are these products (slope first, so that g * b
     # is not rounded to fp32 on the way): each gradient is rounded once, at its store.
     act, slope = _activations.activate_with_slope(a, ACT, PRECISE)
-    dense = rows.to(tl.int64)[:, None] * grad_row_stride + cols[None, :]
+    dense = _rows.dense_offsets(rows, cols, grad_row_stride)
     tl.store(ga_ptr + dense, _rows.cast_for_store(slope * b * g, ga_ptr), mask=mask)
     tl.store(gb_ptr + dense, _rows.cast_for_store(act * g, gb_ptr), mask=mask)
 

@@ -156,10 +156,9 @@ def _act_grad_kernel(
     for t in range(0, tiles_per_group):
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        dense = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+        dense = _rows.dense_offsets(rows, cols, n_cols)
         z = tl.load(z_ptr + dense, mask=mask, other=0.0).to(tl.float32)
-        g_row = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
-        g = tl.load(g_ptr + g_row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, False)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, False), 0.0)
         tl.store(gz_ptr + dense, _rows.cast_for_store(dz, gz_ptr), mask=mask)
         acc += dz.to(tl.float64)
