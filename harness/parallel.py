@@ -167,8 +167,8 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
     property at a time, so the parent always knows what every worker is running. A worker that
     dies (a segfault in a kernel, the OOM killer) fails that property and is replaced on the same
     GPU slot. At the deadline, results already sent are still collected, then the workers are
-    stopped (SIGTERM, then SIGKILL; ``_stop``) and nothing more is read from them. No ``multiprocessing.Pool``: its terminate can hang
-    on queue locks that a busy worker holds.
+    stopped (SIGTERM, then SIGKILL; ``_stop``) and nothing more is read from them. No
+    ``multiprocessing.Pool``: its terminate can hang on queue locks that a busy worker holds.
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -177,7 +177,6 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
     pending = list(range(len(ordered)))  # positions not yet handed out, in scheduling order
     workers: list[_Worker] = []
     done: dict[RunKey, tuple[Outcome, int | None]] = {}
-    started = 0
 
     def finish(position: int, data: dict, compiled: int | None) -> None:
         key = ordered[position]
@@ -195,31 +194,29 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
             worker.running = None
 
     def start(slot: int) -> None:
-        nonlocal started
         parent_end, child_end = context.Pipe(duplex=True)
         process = context.Process(target=_worker_main, args=(slot, child_end, seed, profile), daemon=True,
-                                  name=f"harness-verify-{started}")
+                                  name=f"harness-verify-{slot}")
         process.start()
-        started += 1
         child_end.close()  # the worker holds the only other end: its death reads as EOF
         worker = _Worker(slot, process, parent_end)
         workers.append(worker)
         hand_out(worker)
 
-    def collect(worker: _Worker) -> bool:
-        """Read what the worker sent; False once its pipe is closed (it exited)."""
+    def collect(worker: _Worker, more: bool = True) -> bool:
+        """Read what the worker sent, handing it the next property (if ``more``); False once its
+        pipe is closed (it exited)."""
         try:
             while worker.conn.poll():
                 position, data, compiled = worker.conn.recv()
                 finish(position, data, compiled)
                 worker.running = None
-                if not stopping:
+                if more:
                     hand_out(worker)
         except (EOFError, OSError):
             return False
         return True
 
-    stopping = False
     for slot in range(min(jobs, len(ordered))):
         start(slot)
     began = time.monotonic()
@@ -241,9 +238,8 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
                         if pending:
                             start(worker.slot)
     finally:
-        stopping = True
         for worker in workers:  # results sent before the deadline still count
-            collect(worker)
+            collect(worker, more=False)
         _stop([w.process for w in workers])
         for worker in workers:  # nothing is read after the stop: see _interrupt_on_sigterm
             worker.conn.close()
