@@ -94,7 +94,8 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         note = _cell(results["performance_note"] or "no reason given")
         lines += ["", f"> ⚠️ **Performance was not measured:** {note}"]
     elif results.get("not_benchmarked"):
-        lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}"]
+        left_out = ", ".join(_cell(label) for label in results["not_benchmarked"])
+        lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}. Not measured: {left_out}"]
 
     bad = failures(results)
     if bad:
