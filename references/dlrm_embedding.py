@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from references._terms import gradient_terms
+
 
 def dlrm_embedding(ids: torch.Tensor, weights: torch.Tensor, cardinalities) -> torch.Tensor:
     columns = []
@@ -28,6 +30,4 @@ def gradient_term_magnitudes(ids: torch.Tensor, weights: torch.Tensor, cardinali
     width 1, where a row's "row" of the envelope is one element, scored 2.64 at -1.14 summed from
     ~10 terms of ~1)."""
     (grad,) = grad_outputs
-    table = weights.detach().clone().requires_grad_(True)
-    (terms,) = torch.autograd.grad(dlrm_embedding(ids, table, cardinalities), table, grad.abs())
-    return {"weights": terms}
+    return gradient_terms(dlrm_embedding, {"weights": weights}, grad, ids=ids, cardinalities=cardinalities)
