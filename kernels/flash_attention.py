@@ -270,6 +270,19 @@ def _bwd_delta_kernel(
 
 
 @triton.jit
+def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq):
+    """What the backward needs of query rows ``offs_m``: q, dO, the row maximum, log2 of the row
+    sum and delta. Rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
+    row_ok = offs_m < seq
+    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
+    do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
+    m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
+    log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
+    delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+    return q, do, m, log2_l, delta
+
+
+@triton.jit
 def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
                      BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr):
@@ -277,12 +290,8 @@ def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
     (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_ok = offs_m < seq
-        q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
-        do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
-        m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
-        log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
-        delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+        q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
+                                                   sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
         qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
         p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
         if CAUSAL_MASK:
@@ -367,12 +376,8 @@ def _attn_bwd_kernel(
     # ---- dQ for queries [start_m, start_m + BLOCK_M2) ------------------------------------------
     start_m = tl.program_id(0) * BLOCK_M2
     offs_m = start_m + tl.arange(0, BLOCK_M2)
-    row_ok = offs_m < SEQ
-    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
-    do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
-    m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
-    log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
-    delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
+    q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
+                                               sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, SEQ)
     dq = tl.zeros([BLOCK_M2, HEAD_DIM], tl.float32)
     if CAUSAL:  # keys past the end are above the diagonal of every valid row: the causal mask
         dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
@@ -387,7 +392,7 @@ def _attn_bwd_kernel(
         dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
                             offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N2, 2)
     dq_offs = (grad_row + offs_m)[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(DQ + dq_offs, _rows.cast_for_store(dq * scale, DQ), mask=row_ok[:, None])
+    tl.store(DQ + dq_offs, _rows.cast_for_store(dq * scale, DQ), mask=(offs_m < SEQ)[:, None])
 
 
 # ----------------------------------------------------------------------------------------------
