@@ -196,8 +196,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     specs = _load(_csv(args.kernels))
     perf = benchmark_specs(specs, device, args.quick, Path(args.baselines), args.update_baseline,
-                           _progress_printer(), force=args.force)
+                           _progress_printer(), force=args.force, budget_s=args.budget, jobs=args.jobs)
     console.print(speedup_table(perf["benchmarks"]))
+    if perf["not_benchmarked"]:
+        console.print(f"[yellow]not benchmarked[/yellow] (the budget ran out): {', '.join(perf['not_benchmarked'])}")
     flagged = [r for r in perf["regressions"] if r["verdict"] == "regression"]
     for r in perf["regressions"]:
         if r["verdict"] in ("regression", "improvement", "baseline-unreadable"):
@@ -338,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --update-baseline: replace a corrupt baseline file (kept as *.corrupt-<time>)")
     p.add_argument("--baselines", default="benchmarks/baselines", help="baseline directory")
     p.add_argument("--json", help="also write the benchmark records to this JSON file")
+    p.add_argument("--jobs", type=_positive_int, default=None,
+                   help="compile every shape's kernels and torch.compile ahead of timing in this many processes")
+    p.add_argument("--budget", type=_positive_float, default=None, metavar="SECONDS",
+                   help="start no benchmark shape after this long; the shapes left out are listed")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("nightly", help="deep verification, benchmarks, regression gate and reports")
@@ -355,7 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-examples", type=int, default=None,
                    help="cap examples per property (when pytest -n auto already ran the deep verification)")
     p.add_argument("--jobs", type=_positive_int, default=None,
-                   help="verify in this many worker processes, each pinned to a GPU round-robin")
+                   help="verify in this many worker processes, each pinned to a GPU round-robin, and "
+                        "compile the benchmarks ahead of timing in up to 8 of them")
     p.add_argument("--verify-budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="with --jobs: stop verification after this long; unfinished checks are reported as skipped")
     p.add_argument("--bench-budget", type=_positive_float, default=None, metavar="SECONDS",

@@ -27,6 +27,7 @@ from harness.baseline import BaselineError, BaselineStore
 from harness.bench.roofline import measure
 from harness.bench.runner import bench_spec
 from harness.bench.timing import TimingPlan
+from harness.bench.warm import warm_parallel
 from harness.compiles import count_compilations
 from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
@@ -127,11 +128,19 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
 
 def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: bool, baselines: Path,
                     update_baseline: bool, progress: Callable[[str], None], plan: TimingPlan = TimingPlan(),
-                    force: bool = False, budget_s: float | None = None) -> dict:
+                    force: bool = False, budget_s: float | None = None, jobs: int | None = None) -> dict:
     """Roofline, benchmarks and verdicts (GPU only); optionally record the new baselines. With
     ``budget_s`` no benchmark shape starts once that many seconds have passed; the shapes left
-    out are listed under ``not_benchmarked``."""
-    until = None if budget_s is None else time.monotonic() + budget_s
+    out are listed under ``not_benchmarked``. With ``jobs``, worker processes first compile what
+    every shape needs (``harness.bench.warm``), within half of the budget, so that the timing
+    process, which must run alone, finds it cached."""
+    started = time.monotonic()
+    until = None if budget_s is None else started + budget_s
+    warmup = None
+    if jobs is not None:
+        warmup = warm_parallel(specs, quick, device, jobs, None if budget_s is None else budget_s / 2, progress)
+        progress(f"compile warm-up: {warmup['warmed']} of {warmup['shapes']} shapes in {warmup['seconds']:.0f} s"
+                 + (f", {warmup['failed']} failed" if warmup["failed"] else ""))
     roofline = measure(device.index or 0)
     benchmarks: list[dict] = []
     not_benchmarked: list[str] = []
@@ -154,7 +163,7 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
         except BaselineError as exc:  # keep the measurements; say why nothing was recorded
             update_error = str(exc)
     return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
-            "baseline_update_error": update_error, "not_benchmarked": not_benchmarked}
+            "baseline_update_error": update_error, "not_benchmarked": not_benchmarked, "compile_warmup": warmup}
 
 
 def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
@@ -181,7 +190,7 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
         results["performance_note"] = "benchmarks were not requested (--no-bench): performance was not measured"
     else:
         results.update(benchmark_specs(specs, device, quick, baselines, update_baseline, progress, force=force,
-                                       budget_s=bench_budget_s))
+                                       budget_s=bench_budget_s, jobs=jobs))
         results["performance_measured"] = True
         results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
         if results["not_benchmarked"]:

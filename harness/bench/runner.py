@@ -45,7 +45,7 @@ def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
                 grad_layout="contiguous", grad_seed=seed)
 
 
-def _callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callable], dict[str, str]]:
+def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callable], dict[str, str]]:
     """Implementations that can run here, the spec's peers, and eager and torch.compile of the reference."""
     fns: dict[str, Callable] = {}
     skipped: dict[str, str] = {}
@@ -137,7 +137,7 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
                  plan: TimingPlan, on_case: Callable[[str], None] | None) -> list[dict]:
     """Both passes of one benchmark shape; progress lines say where the time went."""
     records: list[dict] = []
-    fns, _ = _callables(spec, device)
+    fns, _ = bench_callables(spec, device)
     for pass_ in PASSES:
         if pass_ == "forward_backward" and not spec.grad_inputs:
             continue

@@ -7,6 +7,7 @@ $PAR_LOCK_PATH, one that turns an interrupt into an ordinary error, and one that
 
 import os
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -72,3 +73,22 @@ PAR_LOCKED = _spec("par_locked", _scale_locked)
 PAR_DIES = _spec("par_dies", _scale_dies)
 PAR_MASKS = _spec("par_masks", _scale_masks_interrupts)
 _UNUSED = torch  # the module imports torch like any spec module
+
+
+@dataclass(frozen=True)
+class EchoTask:
+    """A plain task for harness.parallel.run_tasks: returns its value, or raises if it is negative."""
+
+    value: int
+
+    @property
+    def label(self) -> str:
+        return f"echo {self.value}"
+
+    def run(self) -> int:
+        if self.value < 0:
+            raise ValueError(f"negative: {self.value}")
+        return self.value * 10
+
+    def crashed(self, what: str) -> str:
+        return f"crashed: {what}"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.parallel import RunKey, verify_parallel
+from harness.parallel import RunKey, run_tasks, verify_parallel
 
 HERE = Path(__file__).resolve().parent
 
@@ -75,3 +75,12 @@ def test_a_worker_error_is_a_failure_of_that_check_only(parallel_specs):
     outcomes, _ = verify_parallel(keys, jobs=1, profile="ci")
     assert outcomes[0].status == "failed" and "not registered" in outcomes[0].message
     assert outcomes[1].status == "passed"
+
+
+def test_run_tasks_returns_results_by_position_and_a_raising_task_as_crashed(parallel_specs):
+    from parallel_specs import EchoTask
+
+    seen = []
+    results = run_tasks([EchoTask(1), EchoTask(-2), EchoTask(3)], jobs=2, on_done=lambda i, r: seen.append(i))
+    assert results == {0: 10, 1: "crashed: raised ValueError: negative: -2", 2: 30}
+    assert sorted(seen) == [0, 1, 2]
