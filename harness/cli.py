@@ -198,6 +198,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     perf = benchmark_specs(specs, device, args.quick, Path(args.baselines), args.update_baseline,
                            _progress_printer(), force=args.force, budget_s=args.budget, jobs=args.jobs)
     console.print(speedup_table(perf["benchmarks"]))
+    for error in perf["benchmark_errors"]:
+        console.print(f"[red]benchmark error:[/red] {escape(error)}")
     if perf["not_benchmarked"]:
         console.print(f"[yellow]not benchmarked[/yellow] (the budget ran out): {', '.join(perf['not_benchmarked'])}")
     flagged = [r for r in perf["regressions"] if r["verdict"] == "regression"]
@@ -211,7 +213,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if perf["baseline_update_error"]:
         console.print(f"[red]baseline not recorded:[/red] {perf['baseline_update_error']}")
         return 2
-    return 1 if flagged else 0
+    return 1 if flagged or perf["benchmark_errors"] else 0
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
@@ -248,11 +250,19 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                       f"{len(unfinished)} check(s) finished (reported as skipped)")
     bad = [o for o in outcomes if not o.ok]
     regressions = [r for r in results["regressions"] if r["verdict"] == "regression"]
-    return 1 if bad or regressions else 0
+    for error in results.get("benchmark_errors") or []:
+        console.print(f"[red]benchmark error:[/red] {escape(error)}")
+    return 1 if bad or regressions or results.get("benchmark_errors") else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import ReportError, load_history, load_results, merge_results, write_reports
+    from harness.report import (
+        ReportError,
+        load_history,
+        load_results,
+        merge_results,
+        write_reports,
+    )
 
     try:
         results = merge_results([load_results(p) for p in args.results])
@@ -362,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap examples per property (when pytest -n auto already ran the deep verification)")
     p.add_argument("--jobs", type=_positive_int, default=None,
                    help="verify in this many worker processes, each pinned to a GPU round-robin, and "
-                        "compile the benchmarks ahead of timing in up to 8 of them")
+                        "compile the benchmarks ahead of timing in up to 12 of them")
     p.add_argument("--verify-budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="with --jobs: stop verification after this long; unfinished checks are reported as skipped")
     p.add_argument("--bench-budget", type=_positive_float, default=None, metavar="SECONDS",

@@ -144,9 +144,10 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
     roofline = measure(device.index or 0)
     benchmarks: list[dict] = []
     not_benchmarked: list[str] = []
+    errors: list[str] = []
     for spec in specs.values():
         benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan, on_case=lambda s: progress(f"bench {s}"),
-                                 until=until, not_run=not_benchmarked)
+                                 until=until, not_run=not_benchmarked, errors=errors)
     store = BaselineStore(baselines)
     versions = software()
     name = device_name(device)
@@ -163,7 +164,8 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
         except BaselineError as exc:  # keep the measurements; say why nothing was recorded
             update_error = str(exc)
     return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
-            "baseline_update_error": update_error, "not_benchmarked": not_benchmarked, "compile_warmup": warmup}
+            "baseline_update_error": update_error, "not_benchmarked": not_benchmarked, "benchmark_errors": errors,
+            "compile_warmup": warmup}
 
 
 def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
@@ -172,7 +174,12 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
                 history: Path | None = None,
                 shard: str | None = None, max_examples: int | None = None, jobs: int | None = None,
                 verify_deadline_s: float | None = None, bench_budget_s: float | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
-    from harness.report import append_history, history_entry, load_history, write_reports
+    from harness.report import (
+        append_history,
+        history_entry,
+        load_history,
+        write_reports,
+    )
 
     profiles.load(profile)
     run = run_info(device, profile + (f" (max {max_examples} examples)" if max_examples else ""), shard)

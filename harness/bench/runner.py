@@ -111,11 +111,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None, quick: bool = False,
                plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None,
-               until: float | None = None, not_run: list[str] | None = None) -> list[dict]:
+               until: float | None = None, not_run: list[str] | None = None,
+               errors: list[str] | None = None) -> list[dict]:
     """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``.
 
     With ``until`` (a ``time.monotonic()`` value) no new shape starts after it; the shapes left
     out are appended to ``not_run`` as readable labels, so a budgeted run says what it skipped.
+    With ``errors``, a shape that raises (out of device memory, a kernel that fails to compile)
+    is appended there as "label: error" and the sweep goes on; without it the error propagates.
     """
     if spec.perf is None:
         return []
@@ -124,12 +127,22 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
     # Inputs (and the re-check's) are drawn on the device: see harness.values.drawn_on.
     with drawn_on(device):
         for shape in shapes:
+            scalars = f" {dict(shape.scalars)}" if shape.scalars else ""
+            label = f"{spec.name} {dict(shape.dims)} {shape.dtype}{scalars}"
             if until is not None and time.monotonic() >= until:
                 if not_run is not None:
-                    scalars = f" {dict(shape.scalars)}" if shape.scalars else ""
-                    not_run.append(f"{spec.name} {dict(shape.dims)} {shape.dtype}{scalars}")
+                    not_run.append(label)
                 continue
-            records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+            try:
+                records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+            except Exception as exc:
+                if errors is None:
+                    raise
+                errors.append(f"{label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                if on_case:
+                    on_case(f"{label}: raised {type(exc).__name__}; going on with the next shape")
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()  # an out-of-memory error must not take the next shapes with it
     return records
 
 
@@ -158,6 +171,9 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
         inputs_done = time.perf_counter()
         samples = time_interleaved(calls, device, plan)
         timed = time.perf_counter()
+        del calls  # the timing's input sets: the re-checks below need the memory at large shapes
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
         copy_ms = median(samples.pop(SAME_SIZE_COPY))
         medians = {n: median(s) for n, s in samples.items()}
         for name, times in samples.items():

@@ -24,9 +24,11 @@ import torch
 from harness.parallel import run_tasks, worker_specs
 from harness.spec import KernelSpec
 
-# Warm-up workers hold a shape's inputs on the GPU at once; more than this per GPU risks running a
-# large sweep out of device memory, for no gain (compilation, not the GPU, is the bottleneck).
-MAX_WARM_JOBS = 8
+# Warm-up workers hold a shape's inputs on the GPU at once. Compilation, not the GPU, is their
+# bottleneck, so more workers help up to the CPU count; a worker that runs out of device memory
+# (several large shapes at once) frees what it holds and tries again, OOM_TRIES times in all.
+MAX_WARM_JOBS = 12
+OOM_TRIES, OOM_WAIT_S = 4, 5.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,20 @@ class WarmTask:
     label: str
 
     def run(self) -> dict:
+        started = time.perf_counter()
+        for attempt in range(1, OOM_TRIES + 1):
+            try:
+                self._calls()
+                break
+            except torch.OutOfMemoryError:
+                if attempt == OOM_TRIES:
+                    raise
+            # out of the except block, the traceback's frames (and the tensors they hold) are gone
+            torch.cuda.empty_cache()
+            time.sleep(OOM_WAIT_S * attempt)  # the other workers' large shapes finish meanwhile
+        return {"seconds": time.perf_counter() - started, "error": None}
+
+    def _calls(self) -> None:
         import torch._inductor.config as inductor_config
 
         from harness.bench.runner import (
@@ -50,7 +66,6 @@ class WarmTask:
         )
         from harness.values import drawn_on
 
-        started = time.perf_counter()
         spec = worker_specs()[self.spec]
         # Inductor's compiled code is keyed by the inputs' device too: warm on the timing GPU.
         device = torch.device("cuda", self.device_index)
@@ -68,7 +83,6 @@ class WarmTask:
                 for call in timed_calls(spec, fns, cases, device, pass_).values():
                     call(0)
         torch.cuda.synchronize(device)
-        return {"seconds": time.perf_counter() - started, "error": None}
 
     def crashed(self, what: str) -> dict:
         return {"seconds": None, "error": what}

@@ -22,7 +22,6 @@ from importlib import resources
 from typing import Any
 
 from harness.io import atomic_write_text
-from harness.spec import is_context
 from harness.report.model import (
     STATUSES,
     benchmark_groups,
@@ -37,7 +36,7 @@ from harness.report.model import (
     summarize,
     validate_results,
 )
-from harness.spec import CHECKS
+from harness.spec import CHECKS, is_context
 
 TEMPLATE = "report.html.j2"
 TREND_RUNS = 60  # trends show the latest runs only: older points are noise at nightly granularity
@@ -358,6 +357,7 @@ def report_context(results: Mapping, history: Sequence[Mapping] | None = None) -
         "cost": _cost(results),
         "performance_measured": measured,
         "not_benchmarked": results.get("not_benchmarked") or [],
+        "benchmark_errors": results.get("benchmark_errors") or [],
         "performance_note": results["performance_note"] or "no reason given",
         "roofline": None if roofline is None else {"copy_gbps": format_number(roofline["copy_gbps"]),
                                                    "matmul_tflops": format_number(roofline["matmul_tflops"])},

@@ -90,9 +90,17 @@ def render_junit(results: Mapping) -> str:
         for key in total:
             total[key] += counts[key]
 
-    if results["regressions"]:
+    errors = results.get("benchmark_errors") or []
+    if results["regressions"] or errors:
         suite = _suite(root, "performance")
         counts = {"tests": 0, "failures": 0, "skipped": 0, "time": 0.0}
+        for error in errors:  # a shape whose benchmark raised: a failure, named by its label
+            label, _, detail = error.partition(": ")
+            case = ET.SubElement(suite, "testcase", classname="harness.performance.errors", name=label, time="0.000")
+            counts["tests"] += 1
+            counts["failures"] += 1
+            ET.SubElement(case, "failure", message=_summary_line(_xml_text(detail)) or "raised",
+                          type="error").text = _xml_text(error)
         for r in results["regressions"]:
             case = ET.SubElement(suite, "testcase", classname=f"harness.performance.{r['spec']}",
                                  name=f"{r['key']}[{r['implementation']}]", time="0.000")

@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping, Sequence
 
 from harness.io import atomic_write_text
-from harness.spec import is_context
 from harness.report.model import (
     benchmark_groups,
     duration,
@@ -23,6 +22,7 @@ from harness.report.model import (
     summarize,
     validate_results,
 )
+from harness.spec import is_context
 
 MAX_FAILURES = 25
 MAX_VERDICTS = 40
@@ -96,6 +96,9 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
     elif results.get("not_benchmarked"):
         left_out = ", ".join(_cell(label) for label in results["not_benchmarked"])
         lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}. Not measured: {left_out}"]
+    if results.get("benchmark_errors"):
+        lines += ["", f"> ❌ **Benchmarks that raised ({len(results['benchmark_errors'])}):** "
+                  + "; ".join(_cell(e) for e in results["benchmark_errors"])]
 
     bad = failures(results)
     if bad:

@@ -62,7 +62,8 @@ _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDIC
 _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verification_cost": dict,
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,
         "regressions": list}
-_TOP_OPTIONAL = {"not_benchmarked": list}  # benchmark shapes a --bench-budget left out (labels)
+# benchmark shapes a --bench-budget left out, and shapes whose benchmark raised ("label: error")
+_TOP_OPTIONAL = {"not_benchmarked": list, "benchmark_errors": list}
 
 
 def _is_number(value: Any) -> bool:
@@ -277,6 +278,7 @@ def merge_results(shards: list[Mapping]) -> dict:
         "benchmarks": list(benchmarks.values()),
         "regressions": list(regressions.values()),
         "not_benchmarked": [label for s in shards for label in s.get("not_benchmarked") or []],
+        "benchmark_errors": [error for s in shards for error in s.get("benchmark_errors") or []],
     }
 
 

@@ -109,3 +109,27 @@ def test_malformed_peers_name_the_field(peers, message):
     spec = load_specs()["softmax"]
     with pytest.raises(SpecError, match=message):
         dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers=peers))
+
+
+def test_a_shape_that_raises_is_recorded_and_the_sweep_goes_on(fake_clock):
+    spec = load_specs()["softmax"]
+    shapes = (BenchShape({"rows": 3, "cols": 40}, "float32", quick=True), BenchShape({"rows": 2, "cols": 24}, "float32", quick=True))
+    failing_first = {"n": 0}
+    real = spec.implementations["triton"]
+
+    def flaky(**kwargs):
+        if kwargs["x"].shape[0] == 3:
+            failing_first["n"] += 1
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real.load()(**kwargs)
+
+    spec = dataclasses.replace(spec, implementations={"triton": flaky},
+                               perf=dataclasses.replace(spec.perf, shapes=shapes))
+    errors: list[str] = []
+    records = runner.bench_spec(spec, torch.device("cpu"), None, quick=True,
+                                plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors)
+    assert failing_first["n"] >= 1
+    assert errors == ["softmax {'rows': 3, 'cols': 40} float32: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    assert {r["shape"]["rows"] for r in records} == {2}, "the next shape is still benchmarked"
+    with pytest.raises(torch.OutOfMemoryError):  # without an errors list, the error propagates
+        runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
