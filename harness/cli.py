@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from harness import profiles
+from harness.bench.runner import DEFAULT_SHAPE_TIMEOUT_S
 from harness.device import configure_backend, describe, select_device
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -196,7 +198,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     specs = _load(_csv(args.kernels))
     perf = benchmark_specs(specs, device, args.quick, Path(args.baselines), args.update_baseline,
-                           _progress_printer(), force=args.force, budget_s=args.budget, jobs=args.jobs)
+                           _progress_printer(), force=args.force, budget_s=args.budget, jobs=args.jobs,
+                           shape_timeout_s=args.shape_timeout)
     console.print(speedup_table(perf["benchmarks"]))
     for error in perf["benchmark_errors"]:
         console.print(f"[red]benchmark error:[/red] {escape(error)}")
@@ -231,6 +234,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         baselines=Path(args.baselines), update_baseline=args.update_baseline, force=args.force,
         history=Path(args.history) if args.history else None, shard=args.shard, max_examples=args.max_examples,
         jobs=args.jobs, verify_deadline_s=args.verify_budget, bench_budget_s=args.bench_budget,
+        shape_timeout_s=args.shape_timeout,
         progress=_progress_printer(),
     )
     from harness.results import UNFINISHED_PREFIX, Outcome
@@ -354,6 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile every shape's kernels and torch.compile ahead of timing in this many processes")
     p.add_argument("--budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="start no benchmark shape after this long; the shapes left out are listed")
+    p.add_argument("--shape-timeout", type=_positive_float, default=DEFAULT_SHAPE_TIMEOUT_S, metavar="SECONDS",
+                   help="stop a benchmark shape after this long and go on with the next (default: %(default)g)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("nightly", help="deep verification, benchmarks, regression gate and reports")
@@ -377,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --jobs: stop verification after this long; unfinished checks are reported as skipped")
     p.add_argument("--bench-budget", type=_positive_float, default=None, metavar="SECONDS",
                    help="start no benchmark shape after this long; the shapes left out are listed in the reports")
+    p.add_argument("--shape-timeout", type=_positive_float, default=DEFAULT_SHAPE_TIMEOUT_S, metavar="SECONDS",
+                   help="stop a benchmark shape after this long and go on with the next (default: %(default)g)")
     p.set_defaults(func=cmd_nightly)
 
     p = sub.add_parser("record-baseline", help="record a stored results file's timings as the baseline")
@@ -393,8 +401,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM (a CI job's time limit, `timeout`) as Ctrl-C: a benchmark sweep then stops and still
+    # writes what it measured, instead of dying with nothing written.
+    signal.signal(signal.SIGTERM, _interrupt)
     return args.func(args)
 
 

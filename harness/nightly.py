@@ -25,7 +25,7 @@ import torch
 from harness import profiles
 from harness.baseline import BaselineError, BaselineStore
 from harness.bench.roofline import measure
-from harness.bench.runner import bench_spec
+from harness.bench.runner import DEFAULT_SHAPE_TIMEOUT_S, BenchInterrupted, bench_spec
 from harness.bench.timing import TimingPlan
 from harness.bench.warm import warm_parallel
 from harness.compiles import count_compilations
@@ -40,6 +40,7 @@ from harness.spec import KernelSpec, is_context
 
 RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
 DEFAULT_BASELINES = Path("benchmarks/baselines")
+
 
 
 def _now() -> str:
@@ -128,12 +129,14 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
 
 def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: bool, baselines: Path,
                     update_baseline: bool, progress: Callable[[str], None], plan: TimingPlan = TimingPlan(),
-                    force: bool = False, budget_s: float | None = None, jobs: int | None = None) -> dict:
+                    force: bool = False, budget_s: float | None = None, jobs: int | None = None,
+                    shape_timeout_s: float | None = DEFAULT_SHAPE_TIMEOUT_S) -> dict:
     """Roofline, benchmarks and verdicts (GPU only); optionally record the new baselines. With
     ``budget_s`` no benchmark shape starts once that many seconds have passed; the shapes left
     out are listed under ``not_benchmarked``. With ``jobs``, worker processes first compile what
     every shape needs (``harness.bench.warm``), within half of the budget, so that the timing
-    process, which must run alone, finds it cached."""
+    process, which must run alone, finds it cached. A shape that raises, or runs past
+    ``shape_timeout_s``, is listed under ``benchmark_errors`` and the sweep goes on."""
     started = time.monotonic()
     until = None if budget_s is None else started + budget_s
     warmup = None
@@ -146,8 +149,14 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
     not_benchmarked: list[str] = []
     errors: list[str] = []
     for spec in specs.values():
-        benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan, on_case=lambda s: progress(f"bench {s}"),
-                                 until=until, not_run=not_benchmarked, errors=errors)
+        try:
+            benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan,
+                                     on_case=lambda s: progress(f"bench {s}"), until=until, not_run=not_benchmarked,
+                                     errors=errors, shape_timeout_s=shape_timeout_s)
+        except BenchInterrupted as stop:  # keep what was measured; list the rest as not benchmarked
+            benchmarks += stop.records
+            until = time.monotonic()
+            progress("benchmarks interrupted: writing what was measured")
     store = BaselineStore(baselines)
     versions = software()
     name = device_name(device)
@@ -173,7 +182,9 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
                 baselines: Path = DEFAULT_BASELINES, update_baseline: bool = False, force: bool = False,
                 history: Path | None = None,
                 shard: str | None = None, max_examples: int | None = None, jobs: int | None = None,
-                verify_deadline_s: float | None = None, bench_budget_s: float | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+                verify_deadline_s: float | None = None, bench_budget_s: float | None = None,
+                shape_timeout_s: float | None = DEFAULT_SHAPE_TIMEOUT_S,
+                progress: Callable[[str], None] = lambda s: None) -> dict:
     from harness.report import (
         append_history,
         history_entry,
@@ -197,9 +208,13 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
         results["performance_note"] = "benchmarks were not requested (--no-bench): performance was not measured"
     else:
         results.update(benchmark_specs(specs, device, quick, baselines, update_baseline, progress, force=force,
-                                       budget_s=bench_budget_s, jobs=jobs))
+                                       budget_s=bench_budget_s, jobs=jobs, shape_timeout_s=shape_timeout_s))
         results["performance_measured"] = True
         results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
+        if results["benchmark_errors"]:
+            results["performance_note"] += f"; {len(results['benchmark_errors'])} shape(s) raised (listed)"
+        if results["benchmark_errors"]:
+            results["performance_note"] += f"; {len(results['benchmark_errors'])} shape(s) raised (listed)"
         if results["not_benchmarked"]:
             results["performance_note"] += (f"; the benchmark time budget of {bench_budget_s:g} s ran out "
                                              f"before {len(results['not_benchmarked'])} shape(s) started")

@@ -9,8 +9,12 @@ kernel that skips work cannot win. Results are plain dicts in the results-file s
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -57,8 +61,12 @@ def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, C
             fns[name] = impl.load()
     fns.update(spec.perf.peers if spec.perf is not None else {})
     fns["eager"] = spec.reference
-    # A fresh compiled function per shape: dynamic=False recompiles for each shape, and past
-    # torch._dynamo's recompile limit a shared one would silently fall back to eager.
+    # dynamic=False compiles for each shape, and dynamo keeps its compiled entries on the
+    # reference's code object, however many torch.compile wrappers there are: past its recompile
+    # limit (8 entries: 4 shapes of forward and forward+backward) it would silently run eager in
+    # the "compile" column. A reset per shape starts it afresh; Inductor's on-disk caches keep
+    # the recompilation cheap.
+    torch._dynamo.reset()
     fns["compile"] = torch.compile(spec.reference, dynamic=False)
     return fns, skipped
 
@@ -109,16 +117,49 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
+# A benchmark shape (both passes, compiles included) that takes longer than this is stuck, not slow.
+DEFAULT_SHAPE_TIMEOUT_S = 180.0
+
+
+class ShapeTimeout(Exception):
+    """A benchmark shape ran past its time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, label: str) -> Iterator[None]:
+    """Raise ``ShapeTimeout`` in the block after ``seconds``, naming where it was stopped. A
+    process timer's signal: only in the main thread, and a call inside C (a device sync) is
+    stopped when it returns. Without a limit, or off the main thread, the block runs unbounded."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} in {frame.f_code.co_name}" if frame else "?"
+        raise ShapeTimeout(f"{label} took longer than {seconds:g} s (stopped at {where})")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None, quick: bool = False,
                plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None,
                until: float | None = None, not_run: list[str] | None = None,
-               errors: list[str] | None = None) -> list[dict]:
+               errors: list[str] | None = None, shape_timeout_s: float | None = None) -> list[dict]:
     """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``.
 
     With ``until`` (a ``time.monotonic()`` value) no new shape starts after it; the shapes left
     out are appended to ``not_run`` as readable labels, so a budgeted run says what it skipped.
-    With ``errors``, a shape that raises (out of device memory, a kernel that fails to compile)
-    is appended there as "label: error" and the sweep goes on; without it the error propagates.
+    With ``errors``, a shape that raises (out of device memory, a kernel that fails to compile,
+    ``ShapeTimeout`` past ``shape_timeout_s``) is appended there as "label: error" and the sweep
+    goes on; without it the error propagates. An interrupt (Ctrl-C, or SIGTERM where the CLI turns
+    it into one) ends the sweep: the shape it stopped is an error, the rest are not run, and the
+    records so far are returned, so a killed job still reports what it measured.
     """
     if spec.perf is None:
         return []
@@ -126,15 +167,22 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
     shapes = [s for s in spec.perf.shapes if s.quick or not quick]
     # Inputs (and the re-check's) are drawn on the device: see harness.values.drawn_on.
     with drawn_on(device):
+        interrupted = False
         for shape in shapes:
             scalars = f" {dict(shape.scalars)}" if shape.scalars else ""
             label = f"{spec.name} {dict(shape.dims)} {shape.dtype}{scalars}"
-            if until is not None and time.monotonic() >= until:
+            if interrupted or (until is not None and time.monotonic() >= until):
                 if not_run is not None:
                     not_run.append(label)
                 continue
             try:
-                records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+                with time_limit(shape_timeout_s, label):
+                    records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+            except KeyboardInterrupt:
+                if errors is None:
+                    raise
+                errors.append(f"{label}: interrupted")
+                interrupted = True
             except Exception as exc:
                 if errors is None:
                     raise
@@ -143,7 +191,17 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                     on_case(f"{label}: raised {type(exc).__name__}; going on with the next shape")
                 if device.type == "cuda":
                     torch.cuda.empty_cache()  # an out-of-memory error must not take the next shapes with it
+    if interrupted:
+        raise BenchInterrupted(records)
     return records
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """An interrupted sweep, carrying the records measured before it (``records``)."""
+
+    def __init__(self, records: list[dict]):
+        super().__init__("benchmark sweep interrupted")
+        self.records = records
 
 
 def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roofline: Roofline | None,

@@ -133,3 +133,69 @@ def test_a_shape_that_raises_is_recorded_and_the_sweep_goes_on(fake_clock):
     assert {r["shape"]["rows"] for r in records} == {2}, "the next shape is still benchmarked"
     with pytest.raises(torch.OutOfMemoryError):  # without an errors list, the error propagates
         runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
+
+
+def _two_shapes(fn_for_rows):
+    """softmax at two quick shapes, with a triton implementation chosen per row count."""
+    spec = load_specs()["softmax"]
+    shapes = (BenchShape({"rows": 3, "cols": 40}, "float32", quick=True),
+              BenchShape({"rows": 2, "cols": 24}, "float32", quick=True))
+    real = spec.implementations["triton"].load()
+    impl = lambda **kw: fn_for_rows(kw["x"].shape[0], real, kw)  # noqa: E731
+    return dataclasses.replace(spec, implementations={"triton": impl}, perf=dataclasses.replace(spec.perf, shapes=shapes))
+
+
+def test_a_stuck_shape_is_stopped_at_its_time_limit_and_named(fake_clock):
+    import time as time_
+
+    def stuck_on_3(rows, real, kw):
+        if rows == 3:
+            time_.sleep(30)
+        return real(**kw)
+
+    errors: list[str] = []
+    start = time_.monotonic()
+    records = runner.bench_spec(_two_shapes(stuck_on_3), torch.device("cpu"), None, quick=True,
+                                plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors, shape_timeout_s=1.5)
+    assert time_.monotonic() - start < 20
+    (error,) = errors
+    assert error.startswith("softmax {'rows': 3, 'cols': 40} float32: ShapeTimeout: ")
+    assert "took longer than 1.5 s (stopped at test_bench_runner.py:" in error and "stuck_on_3" in error
+    assert {r["shape"]["rows"] for r in records} == {2}
+
+
+def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
+    def interrupted_on_2(rows, real, kw):
+        if rows == 2:
+            raise KeyboardInterrupt
+        return real(**kw)
+
+    spec = _two_shapes(interrupted_on_2)
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, shapes=spec.perf.shapes + spec.perf.shapes[1:]))
+    errors, not_run = [], []
+    with pytest.raises(runner.BenchInterrupted) as stop:
+        runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1),
+                          errors=errors, not_run=not_run)
+    assert {r["shape"]["rows"] for r in stop.value.records} == {3}
+    assert errors == ["softmax {'rows': 2, 'cols': 24} float32: interrupted"]
+    assert not_run == ["softmax {'rows': 2, 'cols': 24} float32"]
+
+
+def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_limit(monkeypatch):
+    """dynamo keeps compiled entries per code object: without a reset per shape, the sixth shape
+    (12 entries, past the limit of 8) would run eager under the "compile" name."""
+    compiled_for = []
+
+    def recording_backend(gm, example_inputs):
+        compiled_for.append(tuple(next(t for t in example_inputs if isinstance(t, torch.Tensor)).shape))
+        return gm.forward
+
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=recording_backend, dynamic=False))
+    monkeypatch.setattr(runner, "time_interleaved",
+                        lambda calls, device, plan: {n: [c(0), 1.0][1:] * plan.repetitions for n, c in calls.items()})
+    spec = load_specs()["softmax"]
+    shapes = tuple(BenchShape({"rows": 2, "cols": 8 + k}, "float32", quick=True) for k in range(6))
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, shapes=shapes))
+    runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=2, input_sets=1))
+    assert {(2, 8 + k) for k in range(6)} <= set(compiled_for)

@@ -87,6 +87,29 @@ def test_build_uses_a_keyed_cached_directory(monkeypatch, tmp_path):
     assert _build.build_key(edited, (9, 0)) != key
 
 
+def test_a_finished_build_is_imported_without_load_inline_and_a_broken_one_is_rebuilt(monkeypatch, tmp_path):
+    import torch.utils.cpp_extension as cpp_extension
+
+    calls = []
+    monkeypatch.setattr(cpp_extension, "load_inline", lambda **kw: calls.append(kw) or object())
+    monkeypatch.setattr(_build, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setenv("HARNESS_CUDA_CACHE", str(tmp_path))
+    source = cuda_add_mul_act.SOURCE
+    _build.build(source)
+    directory = Path(calls[0]["build_directory"])
+    assert (directory / _build.FINISHED_MARKER).exists(), "a successful build is marked finished"
+    _build.build(source)  # marked finished, but no library there: built again
+    assert len(calls) == 2
+    (directory / f"{calls[0]['name']}{cpp_extension.LIB_EXT}").write_text("not a shared library")
+    with pytest.warns(UserWarning, match="does not import"):
+        _build.build(source)
+    assert len(calls) == 3
+    (directory / _build.FINISHED_MARKER).unlink()  # a library without the marker may be partial: not imported
+    _build.build(source)
+    assert len(calls) == 4
+
+
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("HARNESS_CUDA_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
