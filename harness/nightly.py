@@ -213,8 +213,6 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
         results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
         if results["benchmark_errors"]:
             results["performance_note"] += f"; {len(results['benchmark_errors'])} shape(s) raised (listed)"
-        if results["benchmark_errors"]:
-            results["performance_note"] += f"; {len(results['benchmark_errors'])} shape(s) raised (listed)"
         if results["not_benchmarked"]:
             results["performance_note"] += (f"; the benchmark time budget of {bench_budget_s:g} s ran out "
                                              f"before {len(results['not_benchmarked'])} shape(s) started")

@@ -55,6 +55,7 @@ two seeds' masks has probability 0.82^n at p = 0.1).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -179,9 +180,15 @@ def kernel_mask(spec: KernelSpec, fn: Fn, case: Case, device) -> torch.Tensor:
 
 
 def replaying(spec: KernelSpec, fn: Fn, case: Case, device) -> KernelSpec:
-    """``spec`` whose reference applies the kernel's own keep-mask for ``case``."""
+    """``spec`` whose reference applies the kernel's own keep-mask for ``case``, as do its term
+    magnitude hooks where they take the same keyword (the terms depend on what was kept)."""
     mask = kernel_mask(spec, fn, case, device)
-    return replace(spec, reference=functools.partial(spec.reference, **{spec.random.reference_mask: mask}))
+    with_mask = {spec.random.reference_mask: mask}
+    hooks = {hook: functools.partial(getattr(spec, hook), **with_mask)
+             for hook in ("term_magnitudes", "gradient_term_magnitudes")
+             if getattr(spec, hook) is not None
+             and spec.random.reference_mask in inspect.signature(getattr(spec, hook)).parameters}
+    return replace(spec, reference=functools.partial(spec.reference, **with_mask), **hooks)
 
 
 def _mask_problems(mask: torch.Tensor, label: str) -> list[str]:

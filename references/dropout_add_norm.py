@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from references._terms import norm_gradient_terms
 from references.layer_norm import term_magnitudes as layer_norm_terms
 
 NORMS = ("layer", "rms")
@@ -60,17 +61,58 @@ def dropout_add_norm(
     return outputs[0] if len(outputs) == 1 else outputs
 
 
+def _normalised_sum(x, residual, bias, p, mask):
+    """s = dropout(x + bias) + residual with the given keep-mask (all kept at p = 0), or None
+    when p > 0 and no mask is given (the terms depend on the kernel's mask)."""
+    h = x + bias if bias is not None else x
+    if mask is None:
+        return h + residual if p == 0 else None
+    return h * mask.to(device=h.device, dtype=h.dtype) * dropout_scale(p) + residual
+
+
 def term_magnitudes(
     x: torch.Tensor, residual: torch.Tensor, bias: torch.Tensor | None = None, weight: torch.Tensor | None = None,
-    norm_bias: torch.Tensor | None = None, *, p: float, norm: str = "layer", eps: float = 1e-5, **_,
+    norm_bias: torch.Tensor | None = None, *, p: float, norm: str = "layer", eps: float = 1e-5,
+    mask: torch.Tensor | None = None, **_,
 ) -> tuple:
-    """Term magnitudes of y for the LayerNorm form without dropout (see
-    ``references.layer_norm.term_magnitudes``); None where they are not given: RMSNorm's output is
-    a product, not a sum, and with p > 0 the terms depend on the kernel's mask, which this hook
-    does not see. s is rounded to the input dtype before it is normalised, by eager and by the
-    kernel alike, so these terms carry that dtype's ulp (the spec sets no finer precision): an
-    H100 bf16 case, y = 0.0048 from terms of ~1, had the kernel 2.5 ulp of y off and eager 0.5."""
-    if norm != "layer" or p != 0:
+    """Term magnitudes of y for the LayerNorm form (see ``references.layer_norm.term_magnitudes``),
+    at p = 0 or with the kernel's mask replayed (``mask``); None where they are not given: RMSNorm's
+    output is a product, not a sum, and with p > 0 and no mask the terms are unknown. s is rounded
+    to the input dtype before it is normalised, by eager and by the kernel alike, so these terms
+    carry that dtype's ulp (the spec sets no finer precision): an H100 bf16 case, y = 0.0048 from
+    terms of ~1, had the kernel 2.5 ulp of y off and eager 0.5."""
+    s = _normalised_sum(x, residual, bias, p, mask)
+    if norm != "layer" or s is None:
         return (None,)
-    s = (x + bias if bias is not None else x) + residual
     return (layer_norm_terms(s, weight, norm_bias, eps),)
+
+
+def gradient_term_magnitudes(
+    x: torch.Tensor, residual: torch.Tensor, bias: torch.Tensor | None, weight: torch.Tensor | None,
+    norm_bias: torch.Tensor | None, grad_outputs, *, p: float, norm: str, eps: float, prenorm: bool,
+    mask: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """Term magnitudes of each gradient (``references._terms.norm_gradient_terms`` for the norm of
+    s; s's gradient reaches residual as is and x through the mask and scale), {} where s is unknown."""
+    s = _normalised_sum(x, residual, bias, p, mask)
+    if s is None:
+        return {}
+    if norm == "layer":
+        mean = s.mean(dim=-1, keepdim=True)
+        rstd = torch.rsqrt((s - mean).pow(2).mean(dim=-1, keepdim=True) + eps)
+        s_hat_terms = (s.abs() + s.abs().mean(dim=-1, keepdim=True)) * rstd
+    else:
+        rstd = torch.rsqrt(s.pow(2).mean(dim=-1, keepdim=True) + eps)
+        s_hat_terms = s.abs() * rstd
+    terms = norm_gradient_terms(s_hat_terms, rstd, grad_outputs[0], weight, centred=norm == "layer")
+    grad_s = terms["x"] + (grad_outputs[1].abs() if prenorm else 0)
+    kept = dropout_scale(p) * (mask.to(device=s.device, dtype=s.dtype) if mask is not None else 1.0)
+    grad_x = grad_s * kept
+    out = {"x": grad_x, "residual": grad_s}
+    if bias is not None:
+        out["bias"] = grad_x.reshape(-1, s.shape[-1]).sum(dim=0)
+    if weight is not None:
+        out["weight"] = terms["weight"]
+    if norm_bias is not None:
+        out["norm_bias"] = terms["bias"]
+    return out

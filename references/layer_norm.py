@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from references._terms import norm_gradient_terms
+
 
 def layer_norm(
     x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
@@ -47,3 +49,14 @@ def term_magnitudes(
     if weight is not None:
         terms = terms * weight.abs()
     return terms + bias.abs() if bias is not None else terms
+
+
+def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float,
+                             grad_output: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The sum of |terms| behind each gradient element (``references._terms.norm_gradient_terms``),
+    for the inputs this call has."""
+    mean = x.mean(dim=-1, keepdim=True)
+    rstd = torch.rsqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps)
+    x_hat_terms = (x.abs() + x.abs().mean(dim=-1, keepdim=True)) * rstd
+    terms = norm_gradient_terms(x_hat_terms, rstd, grad_output, weight, centred=True)
+    return {name: terms[name] for name, t in (("x", x), ("weight", weight), ("bias", bias)) if t is not None}

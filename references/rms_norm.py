@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from references._terms import norm_gradient_terms
+
 
 def rms_norm(
     x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6, weight_offset: float = 0.0
@@ -25,3 +27,13 @@ def rms_norm_primitive(
     if weight is not None:
         y = y * (weight.to(y.dtype) + weight_offset)
     return y.to(x.dtype)
+
+
+def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor | None, eps: float, weight_offset: float,
+                             grad_output: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The sum of |terms| behind each gradient element (``references._terms.norm_gradient_terms``),
+    the scale being ``weight + weight_offset``."""
+    rstd = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+    scale = weight + weight_offset if weight is not None else None
+    terms = norm_gradient_terms(x.abs() * rstd, rstd, grad_output, scale, centred=False)
+    return {"x": terms["x"], **({"weight": terms["weight"]} if weight is not None else {})}

@@ -50,9 +50,17 @@ def _reference(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm
                                       prenorm=prenorm, return_mask=return_mask, mask=mask)
 
 
-def _terms(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine, with_bias):
+def _terms(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine, with_bias,
+           mask=None):
     b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
-    return reference.term_magnitudes(x, residual, b, w, nb, p=p, norm=norm, eps=eps)
+    return reference.term_magnitudes(x, residual, b, w, nb, p=p, norm=norm, eps=eps, mask=mask)
+
+
+def _gradient_terms(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine,
+                    with_bias, grad_outputs, mask=None):
+    b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
+    return reference.gradient_term_magnitudes(x, residual, b, w, nb, grad_outputs, p=p, norm=norm, eps=eps,
+                                              prenorm=prenorm, mask=mask)
 
 
 def _other_dtype(kw):
@@ -85,7 +93,8 @@ SPEC = KernelSpec(
     name="dropout_add_norm",
     description="norm(dropout(x + bias, p) + residual), LayerNorm or RMSNorm; prenorm sum and keep-mask optional",
     reference=_reference,
-    term_magnitudes=_terms,
+    term_magnitudes=_terms,  # given the kernel's mask when the harness replays it
+    gradient_term_magnitudes=_gradient_terms,
     implementations={"triton": _triton},
     tensors=(
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=_norm.INPUT_VALUES + ("zero_rows",)),

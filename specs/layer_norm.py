@@ -22,6 +22,11 @@ def _terms(x, weight, bias, eps, affine):
     return reference.term_magnitudes(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias), eps)
 
 
+def _gradient_terms(x, weight, bias, eps, affine, grad_outputs):
+    return reference.gradient_term_magnitudes(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias),
+                                              eps, grad_outputs[0])
+
+
 SPEC = KernelSpec(
     name="layer_norm",
     description="LayerNorm over the last dimension, weight and bias optional, fp32 statistics",
@@ -42,6 +47,7 @@ SPEC = KernelSpec(
     dtypes=("float32", "float16", "bfloat16", "float64"),
     error_multiple=2.0,
     term_magnitudes=_terms,
+    gradient_term_magnitudes=_gradient_terms,
     term_precision="float32",  # formed in fp32 from the exact inputs
     bad_scalars={"eps": _norm.BAD_EPS},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),

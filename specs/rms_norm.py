@@ -31,6 +31,11 @@ def _reference(x, weight, eps, weight_offset, scale):
     return reference.rms_norm(x, w, eps, offset)
 
 
+def _gradient_terms(x, weight, eps, weight_offset, scale, grad_outputs):
+    w, offset = _arguments(weight, weight_offset, scale)
+    return reference.gradient_term_magnitudes(x, w, eps, offset, grad_outputs[0])
+
+
 SPEC = KernelSpec(
     name="rms_norm",
     description="RMSNorm over the last dimension, weight optional (or 1 + weight), fp32 statistics",
@@ -54,6 +59,10 @@ SPEC = KernelSpec(
     },
     dtypes=("float32", "float16", "bfloat16", "float64"),
     error_multiple=2.0,
+    # The output is a product (no terms to cancel); the gradients are cancelling sums, formed in
+    # fp32 from the exact inputs.
+    gradient_term_magnitudes=_gradient_terms,
+    term_precision="float32",
     bad_scalars={"eps": _norm.BAD_EPS, "weight_offset": [float("nan"), float("inf")]},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
