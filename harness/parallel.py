@@ -286,8 +286,6 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
     (in ``keys`` order) and the cost per spec (``seconds``: summed time of its properties,
     ``compilations``: summed count, or None under the interpreter). A check whose worker died
     fails; checks cut off by ``deadline_s`` come back skipped, with the reason."""
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {jobs}")
     ordered = sorted(keys, key=_priority)
     tasks = [_VerifyTask(key, seed, profile) for key in ordered]
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from references._terms import norm_gradient_terms
+from references.layer_norm import gradient_term_magnitudes as layer_norm_gradient_terms
 from references.layer_norm import term_magnitudes as layer_norm_terms
+from references.rms_norm import gradient_term_magnitudes as rms_norm_gradient_terms
 
 NORMS = ("layer", "rms")
 
@@ -92,27 +93,24 @@ def gradient_term_magnitudes(
     norm_bias: torch.Tensor | None, grad_outputs, *, p: float, norm: str, eps: float, prenorm: bool,
     mask: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Term magnitudes of each gradient (``references._terms.norm_gradient_terms`` for the norm of
-    s; s's gradient reaches residual as is and x through the mask and scale), {} where s is unknown."""
+    """Term magnitudes of each gradient: those of the norm of s (``references.layer_norm`` or
+    ``references.rms_norm``), whose input gradient reaches residual as is and x through the mask
+    and scale; {} where s is unknown."""
     s = _normalised_sum(x, residual, bias, p, mask)
     if s is None:
         return {}
     if norm == "layer":
-        mean = s.mean(dim=-1, keepdim=True)
-        rstd = torch.rsqrt((s - mean).pow(2).mean(dim=-1, keepdim=True) + eps)
-        s_hat_terms = (s.abs() + s.abs().mean(dim=-1, keepdim=True)) * rstd
+        terms = layer_norm_gradient_terms(s, weight, norm_bias, eps, grad_outputs[0])
     else:
-        rstd = torch.rsqrt(s.pow(2).mean(dim=-1, keepdim=True) + eps)
-        s_hat_terms = s.abs() * rstd
-    terms = norm_gradient_terms(s_hat_terms, rstd, grad_outputs[0], weight, centred=norm == "layer")
+        terms = rms_norm_gradient_terms(s, weight, eps, 0.0, grad_outputs[0])
     grad_s = terms["x"] + (grad_outputs[1].abs() if prenorm else 0)
     kept = dropout_scale(p) * (mask.to(device=s.device, dtype=s.dtype) if mask is not None else 1.0)
     grad_x = grad_s * kept
     out = {"x": grad_x, "residual": grad_s}
+    if "weight" in terms:
+        out["weight"] = terms["weight"]
+    if "bias" in terms:  # the norm's bias
+        out["norm_bias"] = terms["bias"]
     if bias is not None:
         out["bias"] = grad_x.reshape(-1, s.shape[-1]).sum(dim=0)
-    if weight is not None:
-        out["weight"] = terms["weight"]
-    if norm_bias is not None:
-        out["norm_bias"] = terms["bias"]
     return out

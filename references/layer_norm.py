@@ -42,10 +42,7 @@ def term_magnitudes(
     off by 9.3e-8 (2.31x eager's envelope; 0.87 fp32 ulp of these terms); and the bias cancelling
     ``w * x_hat`` to -1.05e-6 from terms of ~1 (2.54x; 0.2 ulp).
     """
-    mean = x.mean(dim=-1, keepdim=True)
-    centred = x - mean
-    rstd = torch.rsqrt(centred.pow(2).mean(dim=-1, keepdim=True) + eps)
-    terms = (x.abs() + x.abs().mean(dim=-1, keepdim=True)) * rstd
+    _, terms = _normalised_terms(x, eps)
     if weight is not None:
         terms = terms * weight.abs()
     return terms + bias.abs() if bias is not None else terms
@@ -55,8 +52,13 @@ def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor | None, bias:
                              grad_output: torch.Tensor) -> dict[str, torch.Tensor]:
     """The sum of |terms| behind each gradient element (``references._terms.norm_gradient_terms``),
     for the inputs this call has."""
-    mean = x.mean(dim=-1, keepdim=True)
-    rstd = torch.rsqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps)
-    x_hat_terms = (x.abs() + x.abs().mean(dim=-1, keepdim=True)) * rstd
+    rstd, x_hat_terms = _normalised_terms(x, eps)
     terms = norm_gradient_terms(x_hat_terms, rstd, grad_output, weight, centred=True)
     return {name: terms[name] for name, t in (("x", x), ("weight", weight), ("bias", bias)) if t is not None}
+
+
+def _normalised_terms(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rstd, the term magnitudes of x_hat = (x - mean) * rstd): ``(|x| + mean(|x|)) * rstd``."""
+    mean = x.mean(dim=-1, keepdim=True)
+    rstd = torch.rsqrt((x - mean).pow(2).mean(dim=-1, keepdim=True) + eps)
+    return rstd, (x.abs() + x.abs().mean(dim=-1, keepdim=True)) * rstd
