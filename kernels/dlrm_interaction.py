@@ -6,16 +6,16 @@
 of shape (batch, dim + T (T - 1) / 2), the triangle in row-major order (pairs (1, 0), (2, 0),
 (2, 1), (3, 0), ...: ``torch.tril_indices(T, T, -1)``), as DLRM's ``interact_features`` does.
 
-Forward: one program per block of BLOCK_B samples. It loads the samples' Z as one
-(BLOCK_B, BLOCK_T, BLOCK_D) tile (row 0 from ``dense``, rows 1..F from ``sparse``, padding rows and
-columns zero), forms all Gram matrices with one batched ``tl.dot`` (fp32 accumulation) and stores
+Forward: one program per block of BLOCK_B samples. It loads the samples' Z in (BLOCK_B, BLOCK_T,
+BLOCK_D) tiles, BLOCK_D columns at a time (row 0 from ``dense``, rows 1..F from ``sparse``, padding
+rows and columns zero), sums all Gram matrices over the tiles with batched ``tl.dot`` and stores
 the strict lower triangle straight into the output, beside the copy of ``dense``. The Gram matrix
 never touches memory, and neither does Z (eager materialises both, plus the gathered triangle).
 
 Backward: with ``g`` the gradient of the triangle and ``G`` the (T, T) matrix holding g below the
 diagonal, ``dZ = (G + G^T) Z``. Each program gathers the symmetric ``G + G^T`` of its samples from
 the gradient (element (i, j) and (j, i) both read pair (max, min); the diagonal is zero), multiplies
-it by Z in one batched ``tl.dot``, and writes ``dsparse = dZ[:, 1:]`` and
+it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dsparse = dZ[:, 1:]`` and
 ``ddense = grad[:, :dim] + dZ[:, 0]`` (the dense vector reaches the output twice). One program
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
@@ -40,19 +40,30 @@ DTYPES = FLOAT_DTYPES
 _INTERPRETING = interpreting()
 # Elements of Z per program on a GPU (BLOCK_B samples of BLOCK_T x BLOCK_D); under the interpreter
 # two samples per program, so that CPU-sized batches span several programs and a partial block.
+# A row wider than the tile allows is taken BLOCK_D columns at a time (the Gram matrix sums over
+# the chunks, dZ is written chunk by chunk): the whole of a 65 x 257 Z in one tile needs 256 KB
+# of shared memory for tl.dot's operands, over the H100's 227 KB (a GPU nightly case). Under the
+# interpreter the chunk is 16 columns, so CPU cases of dim > 16 take that loop.
 _GPU_TILE_ELEMS = 8192
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
+_INTERPRETER_BLOCK_D = 16
 
 
 def _blocks(features: int, dim: int) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D): tl.dot needs every tile side >= 16."""
     block_t = max(16, triton.next_power_of_2(features + 1))
-    block_d = max(16, triton.next_power_of_2(dim))
+    width = max(16, triton.next_power_of_2(dim))
     if _INTERPRETING:
-        return _INTERPRETER_BLOCK_B, block_t, block_d
+        return _INTERPRETER_BLOCK_B, block_t, min(width, _INTERPRETER_BLOCK_D)
+    block_d = min(width, max(16, _GPU_TILE_ELEMS // block_t))
     block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_TILE_ELEMS // (block_t * block_d)))
     return block_b, block_t, block_d
+
+
+def _num_warps(block_t: int) -> int:
+    """8 warps once the Gram tile is 64 x 64 or more (4 below)."""
+    return 8 if block_t >= 64 else 4
 
 
 def block_boundaries() -> tuple[int, ...]:
@@ -82,14 +93,15 @@ def _interaction_fwd_kernel(
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
-    offs_d = tl.arange(0, BLOCK_D)
-    z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
-    d3 = offs_d[None, None, :]
-    tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-
-    gram = dot(z, tl.permute(z, (0, 2, 1)), tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32))
+    gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
+    for d0 in range(0, D, BLOCK_D):
+        offs_d = d0 + tl.arange(0, BLOCK_D)
+        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        d3 = offs_d[None, None, :]
+        tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
+        gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
@@ -103,8 +115,6 @@ def _interaction_bwd_kernel(
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
-    offs_d = tl.arange(0, BLOCK_D)
-    z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
     b3 = offs_b.to(tl.int64)[:, None, None]
     b_ok = b3 < B
     grad_row = GRAD + b3 * sg_b
@@ -116,18 +126,20 @@ def _interaction_bwd_kernel(
     lo = tl.minimum(i, j)
     pair = (D + hi * (hi - 1) // 2 + lo).to(tl.int64)
     g = tl.load(grad_row + pair * sg_c, mask=b_ok & (i != j) & (hi <= F), other=0.0)
-    dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
-
     t3 = offs_t[None, :, None]
-    d3 = offs_d[None, None, :]
-    d_ok = d3 < D
-    # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
-    dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
-    tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
-    # ddense = grad[:, :D] + dZ[:, 0]
-    dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
-    g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(tl.float32)
-    tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+    for d0 in range(0, D, BLOCK_D):
+        offs_d = d0 + tl.arange(0, BLOCK_D)
+        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+        d3 = offs_d[None, None, :]
+        d_ok = d3 < D
+        # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
+        dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
+        tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
+        # ddense = grad[:, :D] + dZ[:, 0]
+        dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
+        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(tl.float32)
+        tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
 def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
@@ -142,7 +154,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=4,
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=_num_warps(block_t),
         )
     return out
 
@@ -159,7 +171,7 @@ def _backward(dense, sparse, grad):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=4,
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=_num_warps(block_t),
         )
     return ddense, dsparse
 
