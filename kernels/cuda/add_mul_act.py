@@ -3,8 +3,7 @@ Triton kernel of ``kernels/add_mul_act.py``, built with ``load_inline`` at first
 (``kernels/cuda/_build.py``; sources ``add_mul_act_math.h`` and ``add_mul_act.cu`` beside this file).
 
 Forward: one kernel reads x, y and bias once and writes the output (z and the activation in fp32;
-for fp32 tensors the activation in fp64, rounded once at the store, as the Triton kernel's PRECISE
-path). Backward: one kernel recomputes z, writes ``grad_x = grad * act'(z)`` and
+for fp32 tensors both in fp64, rounded once at the store, as the Triton kernel's PRECISE path). Backward: one kernel recomputes z, writes ``grad_x = grad * act'(z)`` and
 ``grad_y = alpha * grad_x`` and sums grad_x over fixed groups of rows into fp64 partial rows; a
 ``torch.sum`` over those finishes ``grad_bias`` (no atomics: bitwise reproducible).
 
