@@ -7,6 +7,7 @@ Each check takes a spec, one implementation, one case and a device, runs what it
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import re
 import warnings
@@ -226,11 +227,18 @@ def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs:
 
 
 def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
-    """The spec's term magnitudes of each gradient, in fp64 ({} if it gives none)."""
-    if spec.gradient_term_magnitudes is None:
+    """The spec's term magnitudes of each gradient, in fp64 ({} if it gives none).
+
+    A hook that takes a ``dtype`` parameter gets the case's dtype: its inputs are fp64 copies, and
+    a gradient whose terms pass through intermediates of two precisions (an fp32 accumulator and
+    a product rounded to the 16-bit dtype) weighs each path by its own ulp.
+    """
+    hook = spec.gradient_term_magnitudes
+    if hook is None:
         return {}
     outs = [g.detach().to(torch.float64) for g in grad_outputs]
-    return dict(spec.gradient_term_magnitudes(**prepared.copies(torch.float64), grad_outputs=outs))
+    extra = {"dtype": torch_dtype(prepared.case.dtype)} if "dtype" in inspect.signature(hook).parameters else {}
+    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **extra))
 
 
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:

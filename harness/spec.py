@@ -224,7 +224,8 @@ class KernelSpec:
     term_magnitudes: Callable[..., Any] | None = None
     # Optional, the same for gradients: called like the reference with the fp64 inputs and
     # ``grad_outputs`` (fp64), returns {input name: sum of |terms| of each gradient element}. For
-    # gradients that are sums over many contributions, e.g. an embedding's scatter-add.
+    # gradients that are sums over many contributions, e.g. an embedding's scatter-add. A hook
+    # with a ``dtype`` parameter also gets the case's torch dtype (terms of mixed precisions).
     gradient_term_magnitudes: Callable[..., Any] | None = None
     # The dtype whose ulp the terms of both hooks carry, where finer than the output's: "float32"
     # for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).

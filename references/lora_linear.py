@@ -9,7 +9,34 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+from references._terms import gradient_terms
+
 
 def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
                 scale: float = 1.0) -> torch.Tensor:
     return F.linear(x, weight) + scale * F.linear(F.linear(x, lora_a), lora_b)
+
+
+
+def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
+                             scale: float, grad_outputs, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The sum of |terms| behind each gradient element (``harness.numerics``), in fp32 ulps (the
+    spec's ``term_precision``).
+
+    Two precisions meet here. The products are exact and summed in fp32: an fp32 ulp of the op's
+    gradients at the absolute values (``gradient_terms``). But grad x's low-rank path goes through
+    ``g @ lora_b`` rounded to ``dtype`` (in eager and in the kernel alike): an ulp of ``dtype`` of
+    that product's value, carried through the short (rank-long) sum with ``lora_a``. On the H100 a
+    bf16 grad x of 9.5e-7 (terms of 0.04, a broadcast lora_b) was 11 ulp off where eager happened
+    to be within 1 (kernel 1.036e-6, eager 9.537e-7, oracle 9.511e-7); this gives it 9e-7 of room.
+    The adapters' gradients make the same kind of rounding, but sum it over every row, where the
+    worst case (the rounding errors all of one sign) overstates the error some sqrt(rows) times;
+    there eager's own error, which the envelope is calibrated on, already covers it.
+    """
+    (grad,) = grad_outputs
+    s = abs(scale)
+    terms = gradient_terms(lora_linear, {"x": x, "lora_a": lora_a, "lora_b": lora_b}, grad,
+                           weight=weight.abs(), scale=s)
+    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    terms["x"] = terms["x"] + ((grad @ lora_b).abs() @ lora_a.abs()) * (s * ratio)
+    return terms

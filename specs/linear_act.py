@@ -74,6 +74,7 @@ SPEC = KernelSpec(
     # in eager and kernel: the envelope's known limit (docs/design-notes.md, "Cancelling
     # reductions of few terms"), the same reduction as add_mul_act's and bias_gelu's.
     gradient_error_multiple=4.0,
+    gradient_term_magnitudes=reference.gradient_term_magnitudes,
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
