@@ -1,0 +1,125 @@
+"""Gradient term magnitudes bound their gradients: |sum of terms| <= sum of |terms|.
+
+A floor from these terms (``harness.numerics``) is only sound if the terms are at least the
+magnitude of what they add up to; here the exact float64 gradients are checked against them, for
+the norms and for the matmul ops, and the harness is checked to hand the case's dtype to a hook
+that asks for it.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import references.dropout_add_norm as dan
+import references.layer_norm as ln
+import references.linear_act as la
+import references.lora_linear as lora
+import references.rms_norm as rms
+from harness.checks import gradient_term_magnitudes
+
+
+def _grads(fn, inputs: dict, grad_output):
+    leaves = {k: v.clone().requires_grad_(True) for k, v in inputs.items() if v is not None}
+    out = fn(**leaves)
+    return dict(zip(leaves, torch.autograd.grad(out, tuple(leaves.values()), grad_output)))
+
+
+def _assert_bounded(grads, terms):
+    assert set(terms) == set(grads)
+    for name, g in grads.items():
+        slack = 1e-12 * (1 + terms[name].abs())
+        assert (g.abs() <= terms[name] + slack).all(), name
+
+
+@pytest.mark.parametrize("with_weight, with_bias", [(True, True), (False, True), (True, False), (False, False)])
+def test_layer_norm(with_weight, with_bias):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 33, generator=gen, dtype=torch.float64) * 3 + 1
+    w = torch.randn(33, generator=gen, dtype=torch.float64) if with_weight else None
+    b = torch.randn(33, generator=gen, dtype=torch.float64) if with_bias else None
+    g = torch.randn(7, 33, generator=gen, dtype=torch.float64)
+    grads = _grads(lambda x, weight=None, bias=None: ln.layer_norm(x, weight, bias, 1e-5), {"x": x, "weight": w, "bias": b}, g)
+    _assert_bounded(grads, ln.gradient_term_magnitudes(x, w, b, 1e-5, g))
+
+
+@pytest.mark.parametrize("offset", [0.0, 1.0])
+def test_rms_norm(offset):
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(5, 40, generator=gen, dtype=torch.float64)
+    w = torch.randn(40, generator=gen, dtype=torch.float64)
+    g = torch.randn(5, 40, generator=gen, dtype=torch.float64)
+    grads = _grads(lambda x, weight: rms.rms_norm(x, weight, 1e-6, offset), {"x": x, "weight": w}, g)
+    _assert_bounded(grads, rms.gradient_term_magnitudes(x, w, 1e-6, offset, g))
+
+
+@pytest.mark.parametrize("norm, prenorm", [("layer", False), ("layer", True), ("rms", False)])
+def test_dropout_add_norm_with_a_replayed_mask(norm, prenorm):
+    gen = torch.Generator().manual_seed(2)
+    x, residual = (torch.randn(6, 24, generator=gen, dtype=torch.float64) for _ in range(2))
+    bias, weight = (torch.randn(24, generator=gen, dtype=torch.float64) for _ in range(2))
+    norm_bias = torch.randn(24, generator=gen, dtype=torch.float64) if norm == "layer" else None
+    mask = torch.rand(6, 24, generator=gen) > 0.3
+    grad_outputs = [torch.randn(6, 24, generator=gen, dtype=torch.float64) for _ in range(1 + prenorm)]
+    inputs = {"x": x, "residual": residual, "bias": bias, "weight": weight, "norm_bias": norm_bias}
+
+    def op(**kw):
+        out = dan.dropout_add_norm(**kw, p=0.3, norm=norm, prenorm=prenorm, mask=mask)
+        return torch.stack(out) if prenorm else out
+
+    grads = _grads(op, inputs, torch.stack(grad_outputs) if prenorm else grad_outputs[0])
+    terms = dan.gradient_term_magnitudes(x, residual, bias, weight, norm_bias, grad_outputs, p=0.3, norm=norm,
+                                         eps=1e-5, prenorm=prenorm, mask=mask)
+    _assert_bounded(grads, terms)
+    assert (terms["x"][~mask] == 0).all(), "a dropped element's gradient has no terms: it must be exactly 0"
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_linear_act(activation):
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 9, 7, generator=gen, dtype=torch.float64)
+    w, b = torch.randn(5, 7, generator=gen, dtype=torch.float64), torch.randn(5, generator=gen, dtype=torch.float64)
+    g = torch.randn(2, 9, 5, generator=gen, dtype=torch.float64)
+    grads = _grads(lambda x, weight, bias: la.linear_act(x, weight, bias, activation), {"x": x, "weight": w, "bias": b}, g)
+    terms = la.gradient_term_magnitudes(x, w, b, activation, (g,))
+    _assert_bounded(grads, terms)
+    if activation == "relu":  # no curvature: the terms are those of |g| * relu'(z) through the matmuls
+        slope = (torch.nn.functional.linear(x, w, b) > 0).to(torch.float64)
+        torch.testing.assert_close(terms["x"], (g.abs() * slope) @ w.abs())
+
+
+def test_lora_linear_terms_weigh_the_rounded_low_rank_product_by_the_dtype():
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(11, 6, generator=gen, dtype=torch.float64)
+    w = torch.randn(8, 6, generator=gen, dtype=torch.float64)
+    a, b = torch.randn(4, 6, generator=gen, dtype=torch.float64), torch.randn(8, 4, generator=gen, dtype=torch.float64)
+    g = torch.randn(11, 8, generator=gen, dtype=torch.float64)
+    grads = _grads(lambda x, lora_a, lora_b: lora.lora_linear(x, w, lora_a, lora_b, -1.5),
+                   {"x": x, "lora_a": a, "lora_b": b}, g)
+    fp32 = lora.gradient_term_magnitudes(x, w, a, b, -1.5, (g,), dtype=torch.float32)
+    bf16 = lora.gradient_term_magnitudes(x, w, a, b, -1.5, (g,), dtype=torch.bfloat16)
+    _assert_bounded(grads, fp32)  # a negative scale still gives non-negative terms that bound
+    # grad x's low-rank path carries a rounding of g @ lora_b to the dtype: one ulp of it (in fp32
+    # ulps, the spec's term precision: 2^16 of them for bf16, 1 for fp32)
+    ratio = torch.finfo(torch.bfloat16).eps / torch.finfo(torch.float32).eps
+    torch.testing.assert_close(bf16["x"] - fp32["x"], (ratio - 1) * 1.5 * ((g @ b).abs() @ a.abs()))
+    torch.testing.assert_close(bf16["lora_a"], fp32["lora_a"])
+
+
+def test_the_harness_hands_the_case_dtype_only_to_hooks_that_take_it():
+    seen = {}
+
+    def with_dtype(x, grad_outputs, dtype):
+        seen["dtype"] = dtype
+        return {"x": x}
+
+    def without(x, grad_outputs):
+        return {"x": x}
+
+    prepared = SimpleNamespace(case=SimpleNamespace(dtype="bfloat16"),
+                               copies=lambda dtype: {"x": torch.ones(2, dtype=dtype)})
+    grads = [torch.ones(2)]
+    gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=with_dtype), prepared, grads)
+    assert seen["dtype"] is torch.bfloat16
+    assert set(gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=without), prepared, grads)) == {"x"}
+    assert gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=None), prepared, grads) == {}
