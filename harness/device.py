@@ -56,3 +56,45 @@ def describe(device: torch.device | None = None) -> str:
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
     return "cpu (Triton interpreter)"
+
+
+def lost_context(device: torch.device) -> str | None:
+    """None while ``device`` works; else the error a synchronisation raises (first line)."""
+    if device.type != "cuda":
+        return None
+    try:
+        torch.cuda.synchronize(device)
+    except Exception as error:  # AcceleratorError on torch 2.11; RuntimeError on older builds
+        return f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+    return None
+
+
+class ContextWatch:
+    """Stops a worker from blaming kernels for a CUDA context that an earlier test destroyed.
+
+    An illegal memory access or a device-side assert is sticky: every later CUDA call in the
+    process raises the same error. On the H100 one such error in a worker's first test made its
+    next 16 tests (other kernels) fail with that error, each reading like a fault of its own
+    kernel. After each test the watch probes the device; once it is lost, later tests are refused
+    with a message that names the test where it happened.
+    """
+
+    def __init__(self, probe=lost_context) -> None:
+        self._probe = probe
+        self.lost: tuple[str, str] | None = None
+
+    def after(self, nodeid: str, device: torch.device) -> None:
+        if self.lost is None:
+            error = self._probe(device)
+            if error is not None:
+                self.lost = (nodeid, error)
+
+    def refusal(self) -> str | None:
+        """Why the next test cannot run here, or None."""
+        if self.lost is None:
+            return None
+        nodeid, error = self.lost
+        return (f"not run: this worker's CUDA context was lost during {nodeid} ({error}); every later "
+                f"CUDA call in this process fails with that error, so the test could say nothing about "
+                f"its kernel. Rerun it (in a fresh process).")
+

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from harness import profiles
-from harness.device import configure_backend, describe, select_device
+from harness.device import ContextWatch, configure_backend, describe, select_device
 from harness.gpu_lock import gpu_lock
 from harness.registry import load_specs, select
 from harness.runner import CheckFailure, PropertyRun, property_runs, skip_reason
@@ -41,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
     config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
+    config._harness_watch = ContextWatch()  # type: ignore[attr-defined]
     seed = config.getoption("--harness-seed")
     config._harness_seed = seed if seed is not None else profiles.seed_from_env()  # type: ignore[attr-defined]
 
@@ -104,11 +105,18 @@ def harness_seed(request: pytest.FixtureRequest) -> int | None:
 def pytest_runtest_call(item: pytest.Item):
     """Verification shares its GPU with other workers; a perf test holds it alone (see gpu_lock)."""
     exclusive = item.get_closest_marker("perf") is not None
-    with gpu_lock(item.config._harness_device, exclusive=exclusive):  # type: ignore[attr-defined]
-        return (yield)
+    device = item.config._harness_device  # type: ignore[attr-defined]
+    with gpu_lock(device, exclusive=exclusive):
+        try:
+            return (yield)
+        finally:
+            item.config._harness_watch.after(item.nodeid, device)  # type: ignore[attr-defined]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    refusal = item.config._harness_watch.refusal()  # type: ignore[attr-defined]
+    if refusal is not None:
+        pytest.fail(refusal, pytrace=False)
     if "harness_run" not in getattr(item, "fixturenames", ()):
         return
     item.user_properties.append(("harness_worker", os.environ.get("PYTEST_XDIST_WORKER", "main")))

@@ -45,3 +45,23 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         atomic_write_text(target, "new")
     assert target.read_text() == "recorded"
     assert os.listdir(tmp_path) == ["baseline.json"]
+
+
+def test_a_lost_cuda_context_refuses_later_tests_and_names_where_it_was_lost():
+    from harness.device import ContextWatch
+
+    errors = iter([None, "AcceleratorError: CUDA error: an illegal memory access was encountered", None])
+    watch = ContextWatch(probe=lambda device: next(errors))
+    watch.after("tests/x.py::test_fine", torch.device("cuda", 0))
+    assert watch.refusal() is None
+    watch.after("tests/x.py::test_bad", torch.device("cuda", 0))
+    message = watch.refusal()
+    assert "tests/x.py::test_bad" in message and "illegal memory access" in message and "not run" in message
+    watch.after("tests/x.py::test_later", torch.device("cuda", 0))  # the first loss is the one named
+    assert "test_bad" in watch.refusal()
+
+
+def test_the_context_probe_is_silent_off_the_gpu():
+    from harness.device import lost_context
+
+    assert lost_context(torch.device("cpu")) is None
