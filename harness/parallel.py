@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.errors import describe_exception
 from harness.results import FAILED, SKIPPED, UNFINISHED_PREFIX, Outcome
 
 # Scheduling order: the checks that prove equivalence first.
@@ -147,7 +148,7 @@ def _worker_main(slot: int, conn) -> None:
             try:
                 result = task.run()
             except Exception as exc:  # noqa: BLE001 - this task's failure; the worker goes on
-                result = task.crashed(f"raised {type(exc).__name__}: {exc}")
+                result = task.crashed(describe_exception(exc))
             if _stopped:
                 return
             conn.send((position, result))

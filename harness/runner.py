@@ -18,6 +18,7 @@ from hypothesis import given, seed, settings
 from harness.case import Case
 from harness.checks import CheckResult, case_dtype_for, run_check
 from harness.device import on_gpu
+from harness.errors import describe_exception
 from harness.repro import write_repro
 from harness.spec import KernelSpec
 from harness.strategies import cases
@@ -105,7 +106,7 @@ class PropertyRun:
             try:
                 result = run_check(self.spec, fn, self.check, case, self.device)
             except Exception as exc:  # noqa: BLE001 - a crash on a case is a failure of that case
-                result = CheckResult(self.check, False, problems=[f"raised {type(exc).__name__}: {exc}"])
+                result = CheckResult(self.check, False, problems=[describe_exception(exc)])
             self._record(result)
             if not result.passed:
                 raise CheckFailure(self, case, result)

@@ -65,3 +65,21 @@ def test_the_context_probe_is_silent_off_the_gpu():
     from harness.device import lost_context
 
     assert lost_context(torch.device("cpu")) is None
+
+
+def test_a_crash_is_reported_with_the_causes_behind_it():
+    from harness.errors import describe_exception
+
+    try:
+        try:
+            raise AssertionError("fp64 operands are not supported here")
+        except AssertionError as inner:
+            raise RuntimeError("at 16:15: gram = dot(z, z_t, gram)") from inner
+    except RuntimeError as outer:
+        text = describe_exception(outer)
+    assert text.splitlines() == ["raised RuntimeError: at 16:15: gram = dot(z, z_t, gram)",
+                                 "caused by AssertionError: fp64 operands are not supported here"]
+    try:
+        raise ValueError("alone")
+    except ValueError as single:
+        assert describe_exception(single) == "raised ValueError: alone"
