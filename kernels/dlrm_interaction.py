@@ -38,11 +38,13 @@ OP = "dlrm_interaction"
 DTYPES = FLOAT_DTYPES
 
 _INTERPRETING = interpreting()
-# Elements of Z per program on a GPU (BLOCK_B samples of BLOCK_T x BLOCK_D); under the interpreter
-# two samples per program, so that CPU-sized batches span several programs and a partial block.
-# A row wider than the tile allows is taken BLOCK_D columns at a time (the Gram matrix sums over
-# the chunks, dZ is written chunk by chunk): the whole of a 65 x 257 Z in one tile needs 256 KB
-# of shared memory for tl.dot's operands, over the H100's 227 KB (a GPU nightly case). Under the
+# Elements per program on a GPU of each tl.dot operand: BLOCK_B samples of Z (BLOCK_T x BLOCK_D),
+# and of the Gram matrix or G + G^T (BLOCK_T x BLOCK_T); under the interpreter two samples per
+# program, so that CPU-sized batches span several programs and a partial block. A row wider than
+# the tile allows is taken BLOCK_D columns at a time (the Gram matrix sums over the chunks, dZ is
+# written chunk by chunk): the whole of a 65 x 257 Z in one tile needs 256 KB of shared memory for
+# tl.dot's operands, over the H100's 227 KB (a GPU nightly case), and 4 samples of a 128 x 128
+# fp32 G + G^T 353 KB (compiled for sm_90 on the CPU, tests/unit/test_dlrm_tiles.py). Under the
 # interpreter the chunk is 16 columns, so CPU cases of dim > 16 take that loop.
 _GPU_TILE_ELEMS = 8192
 _GPU_MAX_BLOCK_B = 16
@@ -51,13 +53,19 @@ _INTERPRETER_BLOCK_D = 16
 
 
 def _blocks(features: int, dim: int) -> tuple[int, int, int]:
-    """(BLOCK_B, BLOCK_T, BLOCK_D): tl.dot needs every tile side >= 16."""
-    block_t = max(16, triton.next_power_of_2(features + 1))
-    width = max(16, triton.next_power_of_2(dim))
+    """(BLOCK_B, BLOCK_T, BLOCK_D) on the current backend."""
     if _INTERPRETING:
-        return _INTERPRETER_BLOCK_B, block_t, min(width, _INTERPRETER_BLOCK_D)
-    block_d = min(width, max(16, _GPU_TILE_ELEMS // block_t))
-    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_TILE_ELEMS // (block_t * block_d)))
+        block_t = max(16, triton.next_power_of_2(features + 1))
+        return _INTERPRETER_BLOCK_B, block_t, min(max(16, triton.next_power_of_2(dim)), _INTERPRETER_BLOCK_D)
+    return gpu_blocks(features, dim)
+
+
+def gpu_blocks(features: int, dim: int) -> tuple[int, int, int]:
+    """(BLOCK_B, BLOCK_T, BLOCK_D) on a GPU: tl.dot needs every tile side >= 16, and each operand
+    stays within _GPU_TILE_ELEMS elements."""
+    block_t = max(16, triton.next_power_of_2(features + 1))
+    block_d = min(max(16, triton.next_power_of_2(dim)), max(16, _GPU_TILE_ELEMS // block_t))
+    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_TILE_ELEMS // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
 
 
@@ -129,7 +137,7 @@ def _interaction_bwd_kernel(
     t3 = offs_t[None, :, None]
     for d0 in range(0, D, BLOCK_D):
         offs_d = d0 + tl.arange(0, BLOCK_D)
-        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D

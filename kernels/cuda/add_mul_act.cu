@@ -40,9 +40,9 @@ __device__ __forceinline__ float load_f32(const scalar_t* p) {
 }
 
 // z = x + alpha * y + bias in the compute type, as the Triton kernel forms it: fp32 for 16-bit
-// results, fp64 for fp32 results, where it is exact but for a last rounding far below an fp32 ulp
-// (alpha * y is exact in fp64). Formed in fp32, z carries up to 2 roundings, which a sigmoid's
-// tail turns into ulps of the result: 2.65x eager's envelope on the H100 at z = -6.2.
+// results, fp64 for fp32 results, where its (at most two) roundings are far below an fp32 ulp.
+// Formed in fp32, z carries up to 2 fp32 roundings, which a sigmoid's tail turns into ulps of the
+// result: 2.65x eager's envelope on the H100 at z = -6.2.
 template <typename compute_t, typename scalar_t>
 __device__ __forceinline__ compute_t pre_activation(const scalar_t* x, const scalar_t* y, float bias, float alpha) {
   return static_cast<compute_t>(load_f32(x)) + static_cast<compute_t>(alpha) * static_cast<compute_t>(load_f32(y)) +

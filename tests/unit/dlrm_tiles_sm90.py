@@ -1,0 +1,35 @@
+"""Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print each tile's
+shared memory: ``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD ...``.
+
+Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
+pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD SHARED`` a line.
+"""
+
+import sys
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import kernels.dlrm_interaction as dlrm
+
+_TARGET = GPUTarget("cuda", 90, 32)
+
+
+def shared_bytes(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> int:
+    names = kernel.arg_names
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d}
+    signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
+    signature |= {n: "constexpr" for n in constexprs}
+    source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
+    compiled = triton.compile(source, target=_TARGET, options={"num_warps": dlrm._num_warps(block_t)})
+    return compiled.metadata.shared
+
+
+if __name__ == "__main__":
+    dtype = sys.argv[1]
+    for tile in sys.argv[2:]:
+        bb, bt, bd = (int(v) for v in tile.split(","))
+        for name, kernel, pointers in (("forward", dlrm._interaction_fwd_kernel, 3),
+                                       ("backward", dlrm._interaction_bwd_kernel, 5)):
+            print(dtype, name, tile, shared_bytes(kernel, pointers, dtype, bb, bt, bd), flush=True)

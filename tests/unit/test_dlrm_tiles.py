@@ -1,0 +1,39 @@
+"""dlrm_interaction's GPU tiles fit an H100's shared memory, checked without a GPU.
+
+Each tile that ``gpu_blocks`` picks over the spec's GPU range of (features, dim) is compiled for
+sm_90 by Triton's CUDA backend on this machine (``dlrm_tiles_sm90.py``, in a process of its own with
+the interpreter off), and the compiled kernel's shared memory must fit in the 227 KB a block may
+use. The H100 nightly run found the first overflow (65 x 257 in one tile asked 256 KB), and the
+compile then found a second (4 samples of a 128 x 128 fp32 G + G^T, 353 KB).
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernels.dlrm_interaction as dlrm
+from specs.dlrm_interaction import SPEC
+
+ROOT = Path(__file__).resolve().parents[2]
+H100_SHARED_PER_BLOCK = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton.backends.nvidia") is None,
+                    reason="this Triton install has no CUDA backend to compile for sm_90 with")
+@pytest.mark.parametrize("dtype", ["fp32"])  # 16-bit operands take half the bytes
+def test_every_gpu_tile_fits_the_shared_memory_of_an_h100(dtype):
+    features, dim = SPEC.dims["features"].gpu_max, SPEC.dims["dim"].gpu_max
+    tiles = sorted({dlrm.gpu_blocks(f, d) for f in range(0, features + 1) for d in range(1, dim + 1)})
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(ROOT / "tests/unit/dlrm_tiles_sm90.py"), dtype,
+                          *(",".join(map(str, t)) for t in tiles)],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [line.split() for line in out.stdout.splitlines()]
+    assert len(lines) == 2 * len(tiles)
+    over = [line for line in lines if int(line[3]) > H100_SHARED_PER_BLOCK]
+    assert not over, f"tiles over the H100's {H100_SHARED_PER_BLOCK} bytes of shared memory: {over}"
