@@ -83,11 +83,14 @@ class ContextWatch:
         self._probe = probe
         self.lost: tuple[str, str] | None = None
 
-    def after(self, nodeid: str, device: torch.device) -> None:
+    def after(self, nodeid: str, device: torch.device) -> bool:
+        """Probe the device after test ``nodeid``; True if it was lost during that test."""
         if self.lost is None:
             error = self._probe(device)
             if error is not None:
                 self.lost = (nodeid, error)
+                return True
+        return False
 
     def refusal(self) -> str | None:
         """Why the next test cannot run here, or None."""
@@ -95,6 +98,5 @@ class ContextWatch:
             return None
         nodeid, error = self.lost
         return (f"not run: this worker's CUDA context was lost during {nodeid} ({error}); every later "
-                f"CUDA call in this process fails with that error, so the test could say nothing about "
-                f"its kernel. Rerun it (in a fresh process).")
+                f"CUDA call in this process fails with that error. Rerun this test in a fresh process.")
 

@@ -106,11 +106,16 @@ def pytest_runtest_call(item: pytest.Item):
     """Verification shares its GPU with other workers; a perf test holds it alone (see gpu_lock)."""
     exclusive = item.get_closest_marker("perf") is not None
     device = item.config._harness_device  # type: ignore[attr-defined]
+    watch = item.config._harness_watch  # type: ignore[attr-defined]
     with gpu_lock(device, exclusive=exclusive):
         try:
-            return (yield)
-        finally:
-            item.config._harness_watch.after(item.nodeid, device)  # type: ignore[attr-defined]
+            result = yield
+        except BaseException:
+            watch.after(item.nodeid, device)
+            raise
+        if watch.after(item.nodeid, device):  # the test passed without noticing: it did not sync
+            pytest.fail(f"the CUDA context was lost during this test: {watch.lost[1]}", pytrace=False)
+        return result
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

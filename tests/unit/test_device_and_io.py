@@ -52,12 +52,12 @@ def test_a_lost_cuda_context_refuses_later_tests_and_names_where_it_was_lost():
 
     errors = iter([None, "AcceleratorError: CUDA error: an illegal memory access was encountered", None])
     watch = ContextWatch(probe=lambda device: next(errors))
-    watch.after("tests/x.py::test_fine", torch.device("cuda", 0))
+    assert not watch.after("tests/x.py::test_fine", torch.device("cuda", 0))
     assert watch.refusal() is None
-    watch.after("tests/x.py::test_bad", torch.device("cuda", 0))
+    assert watch.after("tests/x.py::test_bad", torch.device("cuda", 0)), "the test where it was lost is told"
     message = watch.refusal()
     assert "tests/x.py::test_bad" in message and "illegal memory access" in message and "not run" in message
-    watch.after("tests/x.py::test_later", torch.device("cuda", 0))  # the first loss is the one named
+    assert not watch.after("tests/x.py::test_later", torch.device("cuda", 0))  # the first loss is the one named
     assert "test_bad" in watch.refusal()
 
 
