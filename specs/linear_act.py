@@ -71,8 +71,10 @@ SPEC = KernelSpec(
     error_multiple=2.0,
     # grad_bias sums grad_z over rows, in fp64 here and in fp32 in eager; when the sum cancels,
     # each term's legitimate one-ulp error becomes many ulps of the result, at different elements
-    # in eager and kernel: the envelope's known limit (docs/design-notes.md, "Cancelling
-    # reductions of few terms"), the same reduction as add_mul_act's and bias_gelu's.
+    # in eager and kernel (docs/design-notes.md, "Cancelling reductions of few terms"). The
+    # gradient term magnitudes below now floor the envelope there (and for grad x and grad weight,
+    # an H100 nightly case); the multiple of 4 that predates them stays until a GPU nightly run
+    # passes at 2.
     gradient_error_multiple=4.0,
     gradient_term_magnitudes=reference.gradient_term_magnitudes,
     perf=PerfModel(
