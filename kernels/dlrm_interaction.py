@@ -20,7 +20,11 @@ it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dspa
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
 Numerics: products of input-dtype values accumulated in fp32 (IEEE fp32 for fp32 inputs, never
-TF32), one rounding to the input dtype per output element. Any strides; outputs contiguous.
+TF32), one rounding to the input dtype per output element. For fp32 inputs the backward's sums over
+the 2T terms of (G + G^T) Z are formed as partial sums of 16 terms, then added up: one running fp32
+sum of 62 terms was 11 ulp off on the H100 where eager's bmm was 3 (an fp64 accumulator would be
+exact, but Triton 3.6 did not compile the batched fp64 tl.dot there). The 16-bit paths keep one
+tl.dot: their fp32 accumulator is far finer than their results. Any strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -117,9 +121,21 @@ def _interaction_fwd_kernel(
 
 
 @triton.jit
+def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
+    """(BLOCK_B, len(rows), len(cols)) of G + G^T: element (i, j) is the gradient of pair
+    (max(i, j), min(i, j)); zero on the diagonal and past the F + 1 rows of Z."""
+    i = rows[None, :, None]
+    j = cols[None, None, :]
+    hi = tl.maximum(i, j)
+    lo = tl.minimum(i, j)
+    pair = (D + hi * (hi - 1) // 2 + lo).to(tl.int64)
+    return tl.load(grad_row + pair * sg_c, mask=b_ok & (i != j) & (hi <= F), other=0.0)
+
+
+@triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
-    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_T: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -127,18 +143,22 @@ def _interaction_bwd_kernel(
     b_ok = b3 < B
     grad_row = GRAD + b3 * sg_b
 
-    # G + G^T: element (i, j) is the gradient of pair (max(i, j), min(i, j)); zero on the diagonal.
-    i = offs_t[None, :, None]
-    j = offs_t[None, None, :]
-    hi = tl.maximum(i, j)
-    lo = tl.minimum(i, j)
-    pair = (D + hi * (hi - 1) // 2 + lo).to(tl.int64)
-    g = tl.load(grad_row + pair * sg_c, mask=b_ok & (i != j) & (hi <= F), other=0.0)
     t3 = offs_t[None, :, None]
+    if not SPLIT_T:
+        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
     for d0 in range(0, D, BLOCK_D):
         offs_d = d0 + tl.arange(0, BLOCK_D)
-        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+        if SPLIT_T:
+            # fp32: dZ's 2T-term sums as partial sums of 16 terms, then added up (module docstring)
+            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
+            for k0 in tl.static_range(0, BLOCK_T, 16):
+                offs_k = k0 + tl.arange(0, 16)
+                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+                z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += dot(g_k, z_k, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+        else:
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
@@ -179,7 +199,8 @@ def _backward(dense, sparse, grad):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=_num_warps(block_t),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, SPLIT_T=dense.dtype == torch.float32,
+            num_warps=_num_warps(block_t),
         )
     return ddense, dsparse
 

@@ -19,6 +19,8 @@ _TARGET = GPUTarget("cuda", 90, 32)
 def shared_bytes(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> int:
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d}
+    if "SPLIT_T" in names:
+        constexprs["SPLIT_T"] = dtype == "fp32"
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
