@@ -7,7 +7,6 @@ Each check takes a spec, one implementation, one case and a device, runs what it
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import re
 import warnings
@@ -21,7 +20,7 @@ from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
-from harness.spec import FLOAT_DTYPES, KernelSpec
+from harness.spec import FLOAT_DTYPES, KernelSpec, takes_keyword
 
 Fn = Callable[..., Any]
 
@@ -237,7 +236,7 @@ def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs)
     if hook is None:
         return {}
     outs = [g.detach().to(torch.float64) for g in grad_outputs]
-    extra = {"dtype": torch_dtype(prepared.case.dtype)} if "dtype" in inspect.signature(hook).parameters else {}
+    extra = {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(hook, "dtype") else {}
     return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **extra))
 
 

@@ -42,7 +42,6 @@ RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
 DEFAULT_BASELINES = Path("benchmarks/baselines")
 
 
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

@@ -55,7 +55,6 @@ two seeds' masks has probability 0.82^n at p = 0.1).
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -65,7 +64,7 @@ import torch
 
 from harness.case import Case
 from harness.checks import CHECK_FUNCTIONS, CheckResult, Fn, _same_bits, as_outputs, check_forward, prepare
-from harness.spec import KernelSpec
+from harness.spec import KernelSpec, takes_keyword
 
 ALPHA = 1e-6  # false-alarm probability of one dropout-check example (union bound over its tests)
 SEEDS = 3  # masks drawn per example: the case's seed and two more
@@ -187,7 +186,7 @@ def replaying(spec: KernelSpec, fn: Fn, case: Case, device) -> KernelSpec:
     hooks = {hook: functools.partial(getattr(spec, hook), **with_mask)
              for hook in ("term_magnitudes", "gradient_term_magnitudes")
              if getattr(spec, hook) is not None
-             and spec.random.reference_mask in inspect.signature(getattr(spec, hook)).parameters}
+             and takes_keyword(getattr(spec, hook), spec.random.reference_mask)}
     return replace(spec, reference=functools.partial(spec.reference, **with_mask), **hooks)
 
 

@@ -9,6 +9,7 @@ malformed spec fails at import, not halfway through a nightly run.
 
 from __future__ import annotations
 
+import inspect
 import keyword
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -401,3 +402,10 @@ def _validate(spec: KernelSpec) -> None:
                 fail("perf.shapes", f"shape {dict(shape.dims)} lacks dims {missing}")
             if shape.dtype not in spec.dtypes:
                 fail("perf.shapes", f"dtype {shape.dtype!r} is not among the spec's dtypes {spec.dtypes}")
+
+
+def takes_keyword(hook: Callable[..., Any], name: str) -> bool:
+    """Whether a spec hook has a parameter ``name``: the harness passes optional context (a
+    dropout mask, the case's dtype) only to hooks that ask for it."""
+    return name in inspect.signature(hook).parameters
+

@@ -73,6 +73,12 @@ def gpu_blocks(features: int, dim: int) -> tuple[int, int, int]:
     return block_b, block_t, block_d
 
 
+def chunk_t(dtype: torch.dtype, block_t: int) -> int:
+    """Terms of the backward's sums over T per tl.dot: 16 for fp32 inputs (module docstring),
+    all of them for 16-bit inputs."""
+    return 16 if dtype == torch.float32 else block_t
+
+
 def _num_warps(block_t: int) -> int:
     """8 warps once the Gram tile is 64 x 64 or more (4 below)."""
     return 8 if block_t >= 64 else 4
@@ -135,7 +141,7 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 @triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
-    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_T: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, CHUNK_T: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -144,21 +150,16 @@ def _interaction_bwd_kernel(
     grad_row = GRAD + b3 * sg_b
 
     t3 = offs_t[None, :, None]
-    if not SPLIT_T:
-        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
     for d0 in range(0, D, BLOCK_D):
         offs_d = d0 + tl.arange(0, BLOCK_D)
-        if SPLIT_T:
-            # fp32: dZ's 2T-term sums as partial sums of 16 terms, then added up (module docstring)
-            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
-            for k0 in tl.static_range(0, BLOCK_T, 16):
-                offs_k = k0 + tl.arange(0, 16)
-                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-                z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-                dz += dot(g_k, z_k, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
-        else:
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+        # dZ = (G + G^T) Z summed CHUNK_T terms at a time, then the chunks added up (module
+        # docstring): one chunk of all BLOCK_T terms for 16-bit inputs, 16 for fp32.
+        dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
+        for k0 in tl.static_range(0, BLOCK_T, CHUNK_T):
+            offs_k = k0 + tl.arange(0, CHUNK_T)
+            g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+            z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            dz += dot(g_k, z_k, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
@@ -199,7 +200,7 @@ def _backward(dense, sparse, grad):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, SPLIT_T=dense.dtype == torch.float32,
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, CHUNK_T=chunk_t(dense.dtype, block_t),
             num_warps=_num_warps(block_t),
         )
     return ddense, dsparse

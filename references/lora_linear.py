@@ -17,7 +17,6 @@ def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lor
     return F.linear(x, weight) + scale * F.linear(F.linear(x, lora_a), lora_b)
 
 
-
 def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
                              scale: float, grad_outputs, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """The sum of |terms| behind each gradient element (``harness.numerics``), in fp32 ulps (the

@@ -23,6 +23,7 @@ from harness.bench.roofline import Roofline
 from harness.bench.timing import TimingPlan, iqr, median, time_interleaved
 from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
+from harness.errors import describe_exception
 from harness.layouts import Layout
 from harness.runner import skip_reason
 from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec
@@ -186,7 +187,7 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
             except Exception as exc:
                 if errors is None:
                     raise
-                errors.append(f"{label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                errors.append(f"{label}: {describe_exception(exc, brief=True)}")
                 if on_case:
                     on_case(f"{label}: raised {type(exc).__name__}; going on with the next shape")
                 if device.type == "cuda":

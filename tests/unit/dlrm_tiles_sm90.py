@@ -7,6 +7,7 @@ pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,
 
 import sys
 
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -14,13 +15,14 @@ from triton.compiler import ASTSource
 import kernels.dlrm_interaction as dlrm
 
 _TARGET = GPUTarget("cuda", 90, 32)
+_TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def shared_bytes(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> int:
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d}
-    if "SPLIT_T" in names:
-        constexprs["SPLIT_T"] = dtype == "fp32"
+    if "CHUNK_T" in names:
+        constexprs["CHUNK_T"] = dlrm.chunk_t(_TORCH_DTYPES[dtype], block_t)
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})

@@ -129,7 +129,7 @@ def test_a_shape_that_raises_is_recorded_and_the_sweep_goes_on(fake_clock):
     records = runner.bench_spec(spec, torch.device("cpu"), None, quick=True,
                                 plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors)
     assert failing_first["n"] >= 1
-    assert errors == ["softmax {'rows': 3, 'cols': 40} float32: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    assert errors == ["softmax {'rows': 3, 'cols': 40} float32: raised OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
     assert {r["shape"]["rows"] for r in records} == {2}, "the next shape is still benchmarked"
     with pytest.raises(torch.OutOfMemoryError):  # without an errors list, the error propagates
         runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
@@ -159,7 +159,7 @@ def test_a_stuck_shape_is_stopped_at_its_time_limit_and_named(fake_clock):
                                 plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors, shape_timeout_s=1.5)
     assert time_.monotonic() - start < 20
     (error,) = errors
-    assert error.startswith("softmax {'rows': 3, 'cols': 40} float32: ShapeTimeout: ")
+    assert error.startswith("softmax {'rows': 3, 'cols': 40} float32: raised ShapeTimeout: ")
     assert "took longer than 1.5 s (stopped at test_bench_runner.py:" in error and "stuck_on_3" in error
     assert {r["shape"]["rows"] for r in records} == {2}
 

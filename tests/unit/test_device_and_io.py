@@ -76,9 +76,11 @@ def test_a_crash_is_reported_with_the_causes_behind_it():
         except AssertionError as inner:
             raise RuntimeError("at 16:15: gram = dot(z, z_t, gram)") from inner
     except RuntimeError as outer:
-        text = describe_exception(outer)
+        text, brief = describe_exception(outer), describe_exception(outer, brief=True)
     assert text.splitlines() == ["raised RuntimeError: at 16:15: gram = dot(z, z_t, gram)",
                                  "caused by AssertionError: fp64 operands are not supported here"]
+    assert brief == ("raised RuntimeError: at 16:15: gram = dot(z, z_t, gram); "
+                                                     "caused by AssertionError: fp64 operands are not supported here")
     try:
         raise ValueError("alone")
     except ValueError as single:
