@@ -18,7 +18,8 @@ For fp16/bf16 the rounding error of y sits in single elements, which normalising
 there the kernel keeps eager's formula in fp32, so that on the same y it reproduces eager's answer.
 
 Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
-For fp32 results the row sums and the final scaling are fp64 and exp is the accurate
+For fp32 results the row sums are fp64, the final scaling by 1 / sum is rounded once
+(``_rows.scale``, fp32 arithmetic on an fp64 factor split in two) and exp is the accurate
 ``_rows.exp`` (the GPU's native exp and division are a few ulp off, which fp32 outputs show); for
 fp16/bf16 results fp32 and the native exp are far below an output ulp. Special values follow
 ``torch.softmax``: ``-inf`` entries give exactly 0, and a row that is entirely ``-inf``, or holds a
@@ -98,8 +99,11 @@ def _softmax_fwd_kernel(
     if not SPLIT:
         mask = row_ok & (cols < n_cols)
         x = tl.load(x_row + cols, mask=mask, other=neg_inf).to(COMPUTE)
-        e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE).to(ACC)
-        y = e * (1.0 / tl.sum(e, axis=1))[:, None]
+        # e stays in COMPUTE: only the sum widens, and the scaling is _rows.scale (no fp64 per
+        # element), so a row of 32K fp32 elements fits the registers.
+        e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE)
+        inv = 1.0 / tl.sum(e.to(ACC), axis=1)
+        y = _rows.scale(e, inv[:, None])
         tl.store(y_row + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
     else:
         # Online pass: running max m and sum s of exp(x - m). While a row has seen only -inf,
@@ -122,7 +126,7 @@ def _softmax_fwd_kernel(
             start = (n_blocks - 1 - i) * BLOCK
             mask = row_ok & (start + cols < n_cols)
             x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
-            y = _rows.exp(x - m[:, None], PRECISE).to(ACC) * inv
+            y = _rows.scale(_rows.exp(x - m[:, None], PRECISE), inv)
             tl.store(y_row + start + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
 
 
@@ -143,12 +147,13 @@ def _softmax_bwd_kernel(
     cols = tl.arange(0, BLOCK)[None, :]
     if not SPLIT:
         mask = row_ok & (cols < n_cols)
-        y = tl.load(y_row + cols, mask=mask, other=0.0).to(ACC)
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(ACC)
-        c = tl.sum(y * dy, axis=1)
+        # Held in COMPUTE and widened where used, so that the live tile stays fp32 for fp32 rows.
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(COMPUTE)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(COMPUTE)
+        c = tl.sum(y.to(ACC) * dy.to(ACC), axis=1)
         if WIDE:
-            c = c / tl.sum(y, axis=1)
-        dx = y * dy - y * c[:, None]
+            c = c / tl.sum(y.to(ACC), axis=1)
+        dx = y.to(ACC) * dy.to(ACC) - y.to(ACC) * c[:, None]
         tl.store(dx_row + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
     else:
         dot = tl.zeros([ROWS, BLOCK], ACC)
