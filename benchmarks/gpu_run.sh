@@ -12,7 +12,8 @@
 #                                                     BENCH_BUDGET s, baselines) into $OUT/NAME; add --quick
 #                                                     after the kernels for the quick shapes only
 #   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
-#   bash benchmarks/gpu_run.sh tune                   the softmax tiling sweep
+#   bash benchmarks/gpu_run.sh tune [KERNEL...]       the row kernels' tiling sweep (softmax, layer_norm,
+#                                                     rms_norm; STEP_TIMEOUT each)
 #   bash benchmarks/gpu_run.sh spread                 pytest -n 4 (ci profile) on every visible GPU: the
 #                                                     log's device summary shows the workers' spread
 # Time limits per step keep each call inside the device's 10-minute command limit: override with
@@ -68,8 +69,11 @@ case "$mode" in
     echo "perf gate rc=$?" >> "$log"
     ;;
   tune)
-    timeout "${STEP_TIMEOUT:-300}" python3 benchmarks/tune_softmax.py "$OUT/tune_softmax.json" >> "$log" 2>&1
-    echo "tune rc=$?" >> "$log"
+    # one process per kernel family, each with its own limit, so one slow sweep cannot hide the rest
+    for target in ${@:-softmax layer_norm rms_norm}; do
+      timeout "${STEP_TIMEOUT:-180}" python3 benchmarks/tune_rows.py "$OUT/tune_$target.json" $target >> "$log" 2>&1
+      echo "tune $target rc=$?" >> "$log"
+    done
     ;;
   spread)
     timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -n 4 -q -p no:cacheprovider -p no:benchmark tests/test_kernels.py "$@" >> "$log" 2>&1

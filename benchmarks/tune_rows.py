@@ -1,0 +1,235 @@
+"""Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
+LayerNorm and RMSNorm (forward), and the elementwise family (add_mul_act, bias_gelu, glu share one
+tiling); and time what softmax's fp32 numerics cost.
+
+Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
+and with a plain device copy of the first input (what the memory system gives at that size: a
+small tensor cannot reach the large-copy bandwidth the roofline is measured at). Candidates that
+give the same launch are timed once. For fp32 softmax shapes the production numerics (fp64 row
+sums, accurate exp) are also timed against fp32 sums and against the native exp, at the
+production tiling, to show what the accuracy costs; those variants are diagnostics, never choices
+(the harness's error budget decides the numerics). Writes every median as JSON and prints the best
+candidate per shape; the chosen limits go into the kernel modules by hand.
+
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [elementwise]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+import kernels._norm as norm
+from harness.bench.timing import TimingPlan, median, time_interleaved
+from kernels import _rows, add_mul_act, bias_gelu, glu, softmax
+from kernels.layer_norm import layer_norm
+from kernels.rms_norm import rms_norm
+
+_ROWS_GRID = {"target_elems": (256, 512, 1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (16, 64)}
+
+
+class Op(NamedTuple):
+    """One op at one shape: its inputs, its kernel passes and its reference."""
+
+    label: str
+    rows: int
+    cols: int
+    dtype: torch.dtype
+    inputs: Callable[[torch.Tensor], tuple]  # from x: the reference's arguments
+    passes: dict[str, Callable[..., object]]  # pass name -> kernel call on those arguments
+    reference: Callable[..., torch.Tensor]
+    streams: int = 2  # full-size tensors the forward moves (inputs read + the output written)
+
+
+class Target(NamedTuple):
+    """One kernel family: where its GPU limits live and which grid of them to sweep."""
+
+    get: Callable[[], _rows.TileLimits]
+    put: Callable[[_rows.TileLimits], None]
+    clear: Callable[[], None]
+    grid: dict[str, tuple]
+    ops: tuple[Op, ...]
+
+
+def _set_softmax(limits):
+    softmax._GPU_LIMITS = limits
+
+
+def _set_norm(limits):
+    norm._GPU_FWD = limits
+
+
+def _set_elementwise(limits):
+    _rows.ELEMENTWISE_GPU_LIMITS = limits
+
+
+def _with_vectors(count):
+    """Inputs: x and ``count`` random row vectors (weights, biases) of its width."""
+    def inputs(x):
+        return (x, *(torch.randn(x.shape[-1], device=x.device, dtype=x.dtype) for _ in range(count)))
+    return inputs
+
+
+def _softmax_op(rows, cols, dtype):
+    def inputs(x):
+        return (x, torch.softmax(x.float(), -1).to(x.dtype), torch.randn_like(x))
+    return Op(f"softmax {rows}x{cols}", rows, cols, dtype, inputs,
+              {"fwd": lambda x, y, dy: softmax._forward(x), "bwd": lambda x, y, dy: softmax._backward(y, dy)},
+              lambda x, y, dy: torch.softmax(x, dim=-1))
+
+
+def _norm_op(kind, rows, cols, dtype):
+    if kind == "layer_norm":
+        return Op(f"layer_norm {rows}x{cols}", rows, cols, dtype, _with_vectors(2), {"fwd": layer_norm},
+                  lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b))
+    return Op(f"rms_norm {rows}x{cols}", rows, cols, dtype, _with_vectors(1), {"fwd": rms_norm},
+              lambda x, w: F.rms_norm(x, x.shape[-1:], w))
+
+
+def _bias_gelu_op(approximate, rows, cols, dtype):
+    return Op(f"bias_gelu {approximate} {rows}x{cols}", rows, cols, dtype, _with_vectors(1),
+              {"fwd": lambda x, b: bias_gelu._forward(x, b, approximate)},
+              lambda x, b: F.gelu(x + b, approximate=approximate))
+
+
+def _swiglu_op(rows, cols, dtype):
+    return Op(f"glu silu {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
+              {"fwd": lambda a, b: glu._forward(a, b, "silu")}, lambda a, b: F.silu(a) * b, streams=3)
+
+
+def _add_mul_relu_op(rows, cols, dtype):
+    return Op(f"add_mul_act relu {rows}x{cols}", rows, cols, dtype,
+              lambda x: (x, torch.randn_like(x), torch.randn(x.shape[-1], device=x.device, dtype=x.dtype)),
+              {"fwd": lambda x, y, b: add_mul_act._forward(x, y, b, 0.5, "relu")},
+              lambda x, y, b: torch.relu(x + 0.5 * y + b), streams=3)
+
+
+_NORM_SHAPES = ((8192, 4096, torch.bfloat16), (16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
+                (2048, 8192, torch.bfloat16), (1024, 16384, torch.bfloat16))
+
+TARGETS = {
+    "softmax": Target(
+        lambda: softmax._GPU_LIMITS, _set_softmax, softmax._config.cache_clear,
+        # max_block 32768: a 32K-element row held in registers instead of two passes
+        {**_ROWS_GRID, "max_block": (16384, 32768)},
+        tuple(_softmax_op(*s) for s in ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16),
+                                         (32768, 128, torch.float32), (4096, 32768, torch.float32),
+                                         (16384, 4096, torch.float16)))),
+    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
+                         tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES)),
+    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
+                       tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES)),
+    # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
+    "elementwise": Target(
+        lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
+        {"max_block": (1024, 2048, 4096), "target_elems": (4096, 8192, 16384), "thread_bytes": (16, 32, 64)},
+        (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
+         _swiglu_op(8192, 11008, torch.bfloat16), _add_mul_relu_op(65536, 512, torch.float32),
+         _add_mul_relu_op(262144, 1024, torch.float32))),
+}
+
+
+def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, _rows.TileLimits]:
+    """Distinct launches of the target's grid for this row length, labelled by their limits.
+
+    ``max_block`` also sets ``split_block``: a split row is cut into blocks of the same width.
+    """
+    base = target.get()
+    seen, out = set(), {}
+    for values in itertools.product(*target.grid.values()):
+        knobs = dict(zip(target.grid, values))
+        if "max_block" in knobs and base.split_block == base.max_block:
+            knobs["split_block"] = knobs["max_block"]
+        limits = base._replace(**knobs)
+        tile = _rows.row_tile(cols, itemsize, limits)
+        if tile in seen:
+            continue
+        seen.add(tile)
+        out["_".join(f"{k}{v}" for k, v in zip(target.grid, values))] = limits
+    return out
+
+
+def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
+    """fp32 softmax only: the production launch with cheaper numerics (diagnostics, not choices)."""
+    if x.dtype != torch.float32:
+        return {}
+    layout = _rows.row_layout(x)
+    rows_per_program, production = softmax._config(layout.n, x.dtype)
+    variants = {"fp32sums": {**production, "ACC": tl.float32, "WIDE": False},
+                "fast": {**production, "ACC": tl.float32, "WIDE": False, "PRECISE": False}}
+
+    def launch(config):
+        y = torch.empty_like(x)
+        softmax._softmax_fwd_kernel[(triton.cdiv(layout.rows, rows_per_program),)](
+            layout.tensor, y, layout.rows, layout.n, *layout.kernel_args(), **config)
+        return y
+
+    return {name: (lambda config=config: launch(config)) for name, config in variants.items()}
+
+
+def _kernel_call(target: Target, limits: _rows.TileLimits, kernel: Callable, args: list[tuple]):
+    def call(i):
+        target.put(limits)
+        target.clear()
+        return kernel(*args[i])
+    return call
+
+
+def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
+    """Time every distinct candidate of ``target``'s grid on ``op``, with the peers beside them."""
+    device = torch.device("cuda", 0)
+    torch._dynamo.reset()
+    base = target.get()
+    args = [op.inputs(torch.randn(op.rows, op.cols, device=device, dtype=op.dtype)) for _ in range(plan.input_sets)]
+    outs = [torch.empty_like(a[0]) for a in args]
+    compiled = torch.compile(op.reference, dynamic=False)
+    calls = {"copy_fwd": lambda i: outs[i].copy_(args[i][0]),
+             "eager_fwd": lambda i: op.reference(*args[i]),
+             "compile_fwd": lambda i: compiled(*args[i])}
+    candidates = _candidates(target, op.cols, op.dtype.itemsize)
+    for label, limits in candidates.items():
+        for pass_name, kernel in op.passes.items():
+            calls[f"{pass_name}_{label}"] = _kernel_call(target, limits, kernel, args)
+    diagnostics = [_softmax_numerics(a[0]) for a in args] if op.label.startswith("softmax") else []
+    for name in diagnostics[0] if diagnostics else ():
+        calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
+    try:
+        samples = time_interleaved(calls, device, plan)
+    finally:
+        target.put(base)
+        target.clear()
+    medians = {k: median(v) for k, v in samples.items()}
+    entry = {"op": op.label, "dtype": str(op.dtype), "bytes_fwd": op.streams * op.rows * op.cols * op.dtype.itemsize,
+             "production": list(_rows.row_tile(op.cols, op.dtype.itemsize, base)),
+             "candidates": {k: list(_rows.row_tile(op.cols, op.dtype.itemsize, v)) for k, v in candidates.items()},
+             "median_ms": medians}
+    best = min((k for k in medians if k.startswith("fwd_")), key=medians.get)
+    print(f"{op.label} {op.dtype}: copy {medians['copy_fwd']:.4f} eager {medians['eager_fwd']:.4f} compile "
+          f"{medians['compile_fwd']:.4f} best fwd {best} {medians[best]:.4f} ms "
+          f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), production tile {entry['production']}")
+    for k, v in sorted(medians.items()):
+        print(f"   {k:44s} {v:.4f} {entry['candidates'].get(k.split('_', 1)[1], '')}")
+    return entry
+
+
+def main(path: str, names: list[str]) -> None:
+    plan = TimingPlan(repetitions=30)
+    results = []
+    for name in names or list(TARGETS):
+        for op in TARGETS[name].ops:
+            results.append(tune_op(TARGETS[name], op, plan))
+            with open(path, "w") as handle:  # after every op: a run cut off keeps what it measured
+                json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                           "triton": triton.__version__, "results": results}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
