@@ -23,7 +23,8 @@ Numerics: products of input-dtype values accumulated in fp32 (IEEE fp32 for fp32
 TF32), one rounding to the input dtype per output element. For fp32 inputs the backward's sums over
 the 2T terms of (G + G^T) Z are formed as partial sums of 16 terms, then added up: one running fp32
 sum of 62 terms was 11 ulp off on the H100 where eager's bmm was 3 (an fp64 accumulator would be
-exact, but Triton 3.6 did not compile the batched fp64 tl.dot there). The 16-bit paths keep one
+exact, but Triton 3.6 did not compile the batched fp64 tl.dot there). Each chunk's dot starts from
+a runtime zero, not a literal one, so that Triton cannot fold the chunks back into one running sum. The 16-bit paths keep one
 tl.dot: their fp32 accumulator is far finer than their results. Any strides; outputs contiguous.
 """
 
@@ -140,9 +141,12 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 @triton.jit
 def _interaction_bwd_kernel(
-    DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
+    DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c, zero,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, CHUNK_T: tl.constexpr,
 ):
+    # zero: a runtime 0.0 that starts each chunk's sum. With a literal zero Triton rewrites
+    # dot(a, b, 0) + dz as dot(a, b, dz), which chains the chunks into one running sum again (the
+    # H100 run scored 5.88 unchanged; tests/unit/test_dlrm_tiles.py checks the compiled IR).
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     b3 = offs_b.to(tl.int64)[:, None, None]
@@ -159,7 +163,7 @@ def _interaction_bwd_kernel(
             offs_k = k0 + tl.arange(0, CHUNK_T)
             g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
             z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            dz += dot(g_k, z_k, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+            dz += dot(g_k, z_k, tl.full([BLOCK_B, BLOCK_T, BLOCK_D], zero, tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
@@ -199,7 +203,7 @@ def _backward(dense, sparse, grad):
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
-            *dense.stride(), *sparse.stride(), *grad.stride(),
+            *dense.stride(), *sparse.stride(), *grad.stride(), 0.0,
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, CHUNK_T=chunk_t(dense.dtype, block_t),
             num_warps=_num_warps(block_t),
         )

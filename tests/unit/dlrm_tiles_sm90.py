@@ -1,10 +1,15 @@
-"""Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print each tile's
-shared memory: ``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD ...``.
+"""Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print, per tile, its
+shared memory and how many of its tl.dot ops accumulate into another tl.dot's result:
+``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD ...``.
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
-pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD SHARED`` a line.
+pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD SHARED
+CHAINED`` a line. CHAINED counts, in the compiled Triton IR, the dots whose accumulator is another
+dot's result: the fp32 backward's chunked sums must have none (Triton folds ``dot(a, b, 0) + c``
+into ``dot(a, b, c)`` when the zero is a literal).
 """
 
+import re
 import sys
 
 import torch
@@ -18,16 +23,29 @@ _TARGET = GPUTarget("cuda", 90, 32)
 _TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def shared_bytes(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> int:
+_DOT = re.compile(r"(%[\w.#]+) = tt\.dot %[\w.#]+, %[\w.#]+, (%[\w.#]+)")
+
+
+def chained_dots(ttir: str) -> int:
+    """Dots in the IR whose accumulator operand is the result of another dot."""
+    dots = _DOT.findall(ttir)
+    results = {result for result, _ in dots}
+    return sum(acc in results for _, acc in dots)
+
+
+def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> tuple[int, int]:
+    """(shared memory bytes, chained dots) of the kernel compiled for sm_90 at this tile."""
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d}
     if "CHUNK_T" in names:
         constexprs["CHUNK_T"] = dlrm.chunk_t(_TORCH_DTYPES[dtype], block_t)
-    signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
+    scalar = {"zero": "fp32"}  # the rest are integer sizes and strides
+    signature = {n: ("*" + dtype if i < n_pointers else scalar.get(n, "i32"))
+                 for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
     compiled = triton.compile(source, target=_TARGET, options={"num_warps": dlrm._num_warps(block_t)})
-    return compiled.metadata.shared
+    return compiled.metadata.shared, chained_dots(compiled.asm["ttir"])
 
 
 if __name__ == "__main__":
@@ -36,4 +54,4 @@ if __name__ == "__main__":
         bb, bt, bd = (int(v) for v in tile.split(","))
         for name, kernel, pointers in (("forward", dlrm._interaction_fwd_kernel, 3),
                                        ("backward", dlrm._interaction_bwd_kernel, 5)):
-            print(dtype, name, tile, shared_bytes(kernel, pointers, dtype, bb, bt, bd), flush=True)
+            print(dtype, name, tile, *compile_tile(kernel, pointers, dtype, bb, bt, bd), flush=True)

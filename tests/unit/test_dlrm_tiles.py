@@ -5,6 +5,9 @@ sm_90 by Triton's CUDA backend on this machine (``dlrm_tiles_sm90.py``, in a pro
 the interpreter off), and the compiled kernel's shared memory must fit in the 227 KB a block may
 use. The H100 nightly run found the first overflow (65 x 257 in one tile asked 256 KB), and the
 compile then found a second (4 samples of a 128 x 128 fp32 G + G^T, 353 KB).
+
+The same compile checks that the fp32 backward's chunked sums stay separate partial sums in the
+compiled IR: the H100 run showed Triton had folded them back into one running sum.
 """
 
 import importlib.util
@@ -37,3 +40,5 @@ def test_every_gpu_tile_fits_the_shared_memory_of_an_h100(dtype):
     assert len(lines) == 2 * len(tiles)
     over = [line for line in lines if int(line[3]) > H100_SHARED_PER_BLOCK]
     assert not over, f"tiles over the H100's {H100_SHARED_PER_BLOCK} bytes of shared memory: {over}"
+    chained = [line for line in lines if line[1] == "backward" and int(line[4]) > 0]
+    assert not chained, f"fp32 backward tiles whose chunk sums were folded into one running dot: {chained}"
