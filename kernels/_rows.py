@@ -364,10 +364,12 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
 
 
 # The elementwise kernels' tiling (add_mul_act, bias_gelu, glu): whole rows up to 1024 columns a
-# block, 4096 elements a program, 16-byte loads per thread and row; add_mul_act holds 96% of
-# copy bandwidth on the H100 with it (fp32, 65536x512).
+# block, 4096 elements a program, 8 warps (32 bytes of input a thread for 16-bit inputs, 64 for
+# fp32, where the 8-warp cap binds). The H100 sweep (benchmarks/tune_rows.py) measured: add_mul_act
+# fp32 at 96-101% of copy bandwidth, unchanged; bf16 bias-GELU and SwiGLU up to 2.6% faster than
+# with 4 warps.
 ELEMENTWISE_GPU_LIMITS = TileLimits(
-    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=64, max_warps=8
+    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=32, max_warps=8
 )
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs

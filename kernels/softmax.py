@@ -1,7 +1,7 @@
 """Softmax over the last dimension: Triton forward and backward behind ``torch.autograd.Function``.
 
-Forward: a row that fits one block (up to 16384 elements on a GPU) is read once, held in registers
-and written once: max, exp, sum and the division all happen on the loaded tile. Short rows are
+Forward: a row that fits one block (up to 32768 elements on a GPU, 16384 in fp64) is read once,
+held in registers and written once: max, exp, sum and the division all happen on the loaded tile. Short rows are
 packed several to a program so that each program still moves a few kilobytes. A longer row is
 streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
 the max grows, then a second pass writes ``exp(x - max) / sum``. The second pass walks the row
@@ -43,33 +43,48 @@ from kernels._validate import FLOAT_DTYPES, check_tensor
 OP = "softmax"
 DTYPES = FLOAT_DTYPES + (torch.float64,)
 
-_GPU_LIMITS = _rows.TileLimits(
-    max_block=16384, split_block=4096, target_elems=2048, max_rows=16, thread_bytes=32, max_warps=32
+# GPU tiling, from the H100 sweep (benchmarks/tune_rows.py; results/2026-11-23-h100-4/tune). The
+# forward holds rows of up to 32768 elements in registers (a 32K fp32 row: 0.41 ms in one pass
+# against 0.52 ms streamed twice); fp64 rows stop at half that (_BLOCK_BYTES). The backward holds
+# two arrays a row, so it splits past 16384 (a 32K single block spilled: 6.0 ms against 0.71 ms),
+# and wants more threads per row (16 bytes a thread). Short rows: 1024 elements a program (128-wide
+# fp32 rows: 0.0174 ms against 0.0180 ms at 2048).
+_GPU_FWD = _rows.TileLimits(
+    max_block=32768, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=32
 )
+_GPU_BWD = _rows.TileLimits(
+    max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
+)
+_BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
 _INTERPRETER_LIMITS = _rows.TileLimits(
     max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
 )
 
 
-def _limits() -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
+def _limits(backward: bool) -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_BWD if backward else _GPU_FWD, _INTERPRETER_LIMITS)
 
 
 def block_boundaries() -> tuple[int, ...]:
-    """Row lengths where this kernel's tiling changes on the current backend (for test shapes)."""
-    return _rows.block_boundaries(_limits())
+    """Row lengths where the forward's or the backward's tiling changes on the current backend
+    (for test shapes)."""
+    return tuple(sorted(set(_rows.block_boundaries(_limits(False))) | set(_rows.block_boundaries(_limits(True)))))
 
 
 @functools.lru_cache(maxsize=1024)
-def _config(n: int, dtype: torch.dtype) -> tuple[int, dict]:
-    """(rows per program, launch keywords) for rows of n elements of this dtype.
+def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[int, dict]:
+    """(rows per program, launch keywords) for rows of n elements of this dtype, for the forward
+    or the backward kernel.
 
     COMPUTE: element arithmetic (fp32; fp64 for fp64). WIDE (fp32, fp64): ACC, the row sums and
     per-row scalars, is fp64 and the backward normalises by sum(y); for fp16/bf16 ACC is fp32 and
     the backward is eager's formula (see the module docstring). PRECISE: accurate exp (fp32
     results only, see ``_rows.exp``).
     """
-    tile = _rows.row_tile(n, dtype.itemsize, _limits())
+    limits = _limits(backward)
+    compute_size = 8 if dtype == torch.float64 else 4
+    limits = limits._replace(max_block=min(limits.max_block, max(limits.split_block, _BLOCK_BYTES // compute_size)))
+    tile = _rows.row_tile(n, dtype.itemsize, limits)
     wide = dtype in (torch.float32, torch.float64)
     return tile.rows, dict(
         BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
@@ -188,7 +203,7 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     if y.numel() == 0:
         return y
     src = _rows.row_layout(x)
-    rows, config = _config(src.n, x.dtype)
+    rows, config = _config(src.n, x.dtype, False)
     with _rows.launch_guard(x):
         _softmax_fwd_kernel[(triton.cdiv(src.rows, rows),)](
             src.tensor, y, src.rows, src.n, *src.kernel_args(), **config
@@ -201,7 +216,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     if dx.numel() == 0:
         return dx
     grad = _rows.row_layout(dy)
-    rows, config = _config(grad.n, y.dtype)
+    rows, config = _config(grad.n, y.dtype, True)
     with _rows.launch_guard(y):
         _softmax_bwd_kernel[(triton.cdiv(grad.rows, rows),)](
             y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args(), **config

@@ -116,12 +116,12 @@ _SUM_DTYPES = {torch.float16: tl.float16, torch.bfloat16: tl.bfloat16,
 _NARROW_BLOCK = 16
 
 
-def _block(n: int, x: torch.Tensor, narrow: bool = False) -> int:
-    """The production kernel's block width for this row length (its private tiling limits), so the
-    faults change tiling where the real kernel does; or the narrow looping block (above)."""
+def _block(n: int, x: torch.Tensor, backward: bool, narrow: bool = False) -> int:
+    """The production kernel's block width for this row length and pass (its private tiling), so
+    the faults change tiling where the real kernel does; or the narrow looping block (above)."""
     if narrow:
         return min(triton.next_power_of_2(n), _NARROW_BLOCK)
-    return _rows.row_tile(n, x.element_size(), production._limits()).block
+    return production._config(n, x.dtype, backward)[1]["BLOCK"]
 
 
 def _forward(x: torch.Tensor, knobs: dict) -> torch.Tensor:
@@ -134,7 +134,7 @@ def _forward(x: torch.Tensor, knobs: dict) -> torch.Tensor:
         layout = (src.rows, 0, src.n)
     with _rows.launch_guard(x):
         _fwd_kernel[(src.rows,)](
-            src.tensor, y, src.n, *layout, BLOCK=_block(src.n, x, narrow=knobs["half_precision_sum"]),
+            src.tensor, y, src.n, *layout, BLOCK=_block(src.n, x, False, narrow=knobs["half_precision_sum"]),
             SUBTRACT_MAX=knobs["subtract_max"], DROP_LAST_LANE=knobs["drop_last_lane"],
             SUM_DTYPE=_SUM_DTYPES[x.dtype] if knobs["half_precision_sum"] else tl.float64,
             PRECISE=x.dtype == torch.float32,
@@ -149,7 +149,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, knobs: dict) -> torch.Tensor:
     grad = _rows.row_layout(dy)
     with _rows.launch_guard(y):
         _bwd_kernel[(grad.rows,)](
-            y, grad.tensor, dx, grad.n, *grad.kernel_args(), BLOCK=_block(grad.n, y),
+            y, grad.tensor, dx, grad.n, *grad.kernel_args(), BLOCK=_block(grad.n, y, True),
             DROP_SUM_TERM=knobs["drop_sum_term"], WIDE=y.dtype in (torch.float32, torch.float64),
         )
     return dx
