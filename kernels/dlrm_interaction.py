@@ -51,6 +51,10 @@ _INTERPRETING = interpreting()
 # tl.dot's operands, over the H100's 227 KB (a GPU nightly case), and 4 samples of a 128 x 128
 # fp32 G + G^T 353 KB (compiled for sm_90 on the CPU, tests/unit/test_dlrm_tiles.py). Under the
 # interpreter the chunk is 16 columns, so CPU cases of dim > 16 take that loop.
+# The column tiles are unrolled (D_TILES, a constexpr): as a runtime loop, even one that ran once,
+# the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
+# code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
+# PTX for sm_90 is the same as that straight code's, instruction for instruction.
 _GPU_TILE_ELEMS = 8192
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
@@ -108,15 +112,15 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 @triton.jit
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
-    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
-    for d0 in range(0, D, BLOCK_D):
-        offs_d = d0 + tl.arange(0, BLOCK_D)
+    for d_tile in tl.static_range(D_TILES):
+        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
         z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
@@ -142,7 +146,8 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 @triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c, zero,
-    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, CHUNK_T: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
+    CHUNK_T: tl.constexpr,
 ):
     # zero: a runtime 0.0 that starts each chunk's sum. With a literal zero Triton rewrites
     # dot(a, b, 0) + dz as dot(a, b, dz), which chains the chunks into one running sum again (the
@@ -154,8 +159,8 @@ def _interaction_bwd_kernel(
     grad_row = GRAD + b3 * sg_b
 
     t3 = offs_t[None, :, None]
-    for d0 in range(0, D, BLOCK_D):
-        offs_d = d0 + tl.arange(0, BLOCK_D)
+    for d_tile in tl.static_range(D_TILES):
+        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
         # dZ = (G + G^T) Z summed CHUNK_T terms at a time, then the chunks added up (module
         # docstring): one chunk of all BLOCK_T terms for 16-bit inputs, 16 for fp32.
         dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
@@ -163,7 +168,10 @@ def _interaction_bwd_kernel(
             offs_k = k0 + tl.arange(0, CHUNK_T)
             g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
             z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            dz += dot(g_k, z_k, tl.full([BLOCK_B, BLOCK_T, BLOCK_D], zero, tl.float32))
+            if k0 == 0:
+                dz = dot(g_k, z_k, dz)
+            else:
+                dz += dot(g_k, z_k, tl.full([BLOCK_B, BLOCK_T, BLOCK_D], zero, tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
@@ -187,7 +195,8 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, num_warps=_num_warps(block_t),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
+            num_warps=_num_warps(block_t),
         )
     return out
 
@@ -204,7 +213,8 @@ def _backward(dense, sparse, grad):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(), 0.0,
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, CHUNK_T=chunk_t(dense.dtype, block_t),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
+            CHUNK_T=chunk_t(dense.dtype, block_t),
             num_warps=_num_warps(block_t),
         )
     return ddense, dsparse

@@ -1,9 +1,9 @@
 """Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print, per tile, its
 shared memory and how many of its tl.dot ops accumulate into another tl.dot's result:
-``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD ...``.
+``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD,DT ...`` (DT: D_TILES).
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
-pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD SHARED
+pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT SHARED
 CHAINED`` a line. CHAINED counts, in the compiled Triton IR, the dots whose accumulator is another
 dot's result: the fp32 backward's chunked sums must have none (Triton folds ``dot(a, b, 0) + c``
 into ``dot(a, b, c)`` when the zero is a literal).
@@ -33,10 +33,11 @@ def chained_dots(ttir: str) -> int:
     return sum(acc in results for _, acc in dots)
 
 
-def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int) -> tuple[int, int]:
+def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int,
+                 d_tiles: int) -> tuple[int, int]:
     """(shared memory bytes, chained dots) of the kernel compiled for sm_90 at this tile."""
     names = kernel.arg_names
-    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d}
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles}
     if "CHUNK_T" in names:
         constexprs["CHUNK_T"] = dlrm.chunk_t(_TORCH_DTYPES[dtype], block_t)
     scalar = {"zero": "fp32"}  # the rest are integer sizes and strides
@@ -51,7 +52,7 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
 if __name__ == "__main__":
     dtype = sys.argv[1]
     for tile in sys.argv[2:]:
-        bb, bt, bd = (int(v) for v in tile.split(","))
+        bb, bt, bd, dt = (int(v) for v in tile.split(","))
         for name, kernel, pointers in (("forward", dlrm._interaction_fwd_kernel, 3),
                                        ("backward", dlrm._interaction_bwd_kernel, 5)):
-            print(dtype, name, tile, *compile_tile(kernel, pointers, dtype, bb, bt, bd), flush=True)
+            print(dtype, name, tile, *compile_tile(kernel, pointers, dtype, bb, bt, bd, dt), flush=True)
