@@ -55,26 +55,33 @@ _INTERPRETING = interpreting()
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction.
+# fp32 operands take half that tile and 8 warps: IEEE fp32 tl.dot is FMA arithmetic on operands held
+# in registers, and at 8192 elements and 4 warps ptxas spilled (4 samples x 32 x 64: 220 bytes
+# forward, 1008 backward; the H100 timed that forward 4.7x slower than a 4-sample loop that kept its
+# registers). At 4096 and 8 warps every fp32 tile of the benchmark shapes compiles without spills
+# (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
 _GPU_TILE_ELEMS = 8192
+_GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 
 
-def _blocks(features: int, dim: int) -> tuple[int, int, int]:
+def _blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D) on the current backend."""
     if _INTERPRETING:
         block_t = max(16, triton.next_power_of_2(features + 1))
         return _INTERPRETER_BLOCK_B, block_t, min(max(16, triton.next_power_of_2(dim)), _INTERPRETER_BLOCK_D)
-    return gpu_blocks(features, dim)
+    return gpu_blocks(features, dim, dtype)
 
 
-def gpu_blocks(features: int, dim: int) -> tuple[int, int, int]:
+def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D) on a GPU: tl.dot needs every tile side >= 16, and each operand
-    stays within _GPU_TILE_ELEMS elements."""
+    stays within the dtype's tile (_GPU_TILE_ELEMS, or _GPU_TILE_ELEMS_FP32 for fp32)."""
+    elems = _GPU_TILE_ELEMS_FP32 if dtype == torch.float32 else _GPU_TILE_ELEMS
     block_t = max(16, triton.next_power_of_2(features + 1))
-    block_d = min(max(16, triton.next_power_of_2(dim)), max(16, _GPU_TILE_ELEMS // block_t))
-    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_TILE_ELEMS // (block_t * max(block_t, block_d))))
+    block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t))
+    block_b = max(1, min(_GPU_MAX_BLOCK_B, elems // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
 
 
@@ -84,9 +91,9 @@ def chunk_t(dtype: torch.dtype, block_t: int) -> int:
     return 16 if dtype == torch.float32 else block_t
 
 
-def _num_warps(block_t: int) -> int:
-    """8 warps once the Gram tile is 64 x 64 or more (4 below)."""
-    return 8 if block_t >= 64 else 4
+def num_warps(block_t: int, dtype: torch.dtype) -> int:
+    """8 warps for fp32 operands (above) and once the Gram tile is 64 x 64 or more; 4 otherwise."""
+    return 8 if block_t >= 64 or dtype == torch.float32 else 4
 
 
 def block_boundaries() -> tuple[int, ...]:
@@ -191,12 +198,12 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     out = torch.empty((batch, out_cols), dtype=dense.dtype, device=dense.device)
     if out.numel() == 0:
         return out
-    block_b, block_t, block_d = _blocks(features, dim)
+    block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            num_warps=_num_warps(block_t),
+            num_warps=num_warps(block_t, dense.dtype),
         )
     return out
 
@@ -208,14 +215,14 @@ def _backward(dense, sparse, grad):
     dsparse = torch.empty((batch, features, dim), dtype=dense.dtype, device=dense.device)
     if batch == 0 or dim == 0:
         return ddense, dsparse
-    block_b, block_t, block_d = _blocks(features, dim)
+    block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(), 0.0,
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
             CHUNK_T=chunk_t(dense.dtype, block_t),
-            num_warps=_num_warps(block_t),
+            num_warps=num_warps(block_t, dense.dtype),
         )
     return ddense, dsparse
 

@@ -1,16 +1,20 @@
 """Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print, per tile, its
-shared memory and how many of its tl.dot ops accumulate into another tl.dot's result:
+shared memory, how many of its tl.dot ops accumulate into another tl.dot's result, and the bytes
+ptxas spills to local memory (Triton's own ptxas, ``-v``):
 ``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD,DT ...`` (DT: D_TILES).
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
 pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT SHARED
-CHAINED`` a line. CHAINED counts, in the compiled Triton IR, the dots whose accumulator is another
+CHAINED SPILLED`` a line. CHAINED counts, in the compiled Triton IR, the dots whose accumulator is another
 dot's result: the fp32 backward's chunked sums must have none (Triton folds ``dot(a, b, 0) + c``
 into ``dot(a, b, c)`` when the zero is a literal).
 """
 
+import os
 import re
+import subprocess
 import sys
+import tempfile
 
 import torch
 import triton
@@ -33,9 +37,24 @@ def chained_dots(ttir: str) -> int:
     return sum(acc in results for _, acc in dots)
 
 
+_PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+
+
+def spilled_bytes(ptx: str) -> int:
+    """Bytes of spill stores ptxas reports for this PTX on sm_90a."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.ptx")
+        with open(path, "w") as handle:
+            handle.write(ptx)
+        out = subprocess.run([_PTXAS, "-v", "--gpu-name", "sm_90a", path, "-o", os.path.join(tmp, "kernel.cubin")],
+                             capture_output=True, text=True, check=True)
+    return int(re.search(r"(\d+) bytes spill stores", out.stderr).group(1))
+
+
 def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int,
-                 d_tiles: int) -> tuple[int, int]:
-    """(shared memory bytes, chained dots) of the kernel compiled for sm_90 at this tile."""
+                 d_tiles: int) -> tuple[int, int, int]:
+    """(shared memory bytes, chained dots, spilled bytes) of the kernel compiled for sm_90 at this
+    tile."""
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles}
     if "CHUNK_T" in names:
@@ -45,8 +64,9 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
                  for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
-    compiled = triton.compile(source, target=_TARGET, options={"num_warps": dlrm._num_warps(block_t)})
-    return compiled.metadata.shared, chained_dots(compiled.asm["ttir"])
+    warps = dlrm.num_warps(block_t, _TORCH_DTYPES[dtype])
+    compiled = triton.compile(source, target=_TARGET, options={"num_warps": warps})
+    return compiled.metadata.shared, chained_dots(compiled.asm["ttir"]), spilled_bytes(compiled.asm["ptx"])
 
 
 if __name__ == "__main__":
