@@ -156,9 +156,13 @@ def cmd_repro(args: argparse.Namespace) -> int:
     configure_backend()
     case, implementation, check = args.case, args.implementation, args.check
     try:
-        if Path(case).is_file():
+        # JSON first: a case's JSON is often longer than a file name may be, and asking the file
+        # system about it raises OSError (ENAMETOOLONG) instead of answering "no such file".
+        if case.lstrip().startswith("{"):
+            pass
+        elif Path(case).is_file():
             case, implementation, check = load_script(case)
-        elif not case.lstrip().startswith("{"):
+        else:
             raise ValueError(f"{case!r} is neither a repro script nor case JSON")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")

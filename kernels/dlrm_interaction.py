@@ -60,8 +60,11 @@ _INTERPRETING = interpreting()
 # forward, 1008 backward; the H100 timed that forward 4.7x slower than a 4-sample loop that kept its
 # registers). At 4096 and 8 warps every fp32 tile of the benchmark shapes compiles without spills
 # (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
+# fp32 Gram sums take at most 32 columns per tl.dot, then add the partial sums: a running FMA sum
+# over 251 columns was 3.1x eager's error on the H100 (nightly, 251 x 5 x 251: score 4.67).
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
+_FP32_MAX_BLOCK_D = 32
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
@@ -78,9 +81,12 @@ def _blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]
 def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D) on a GPU: tl.dot needs every tile side >= 16, and each operand
     stays within the dtype's tile (_GPU_TILE_ELEMS, or _GPU_TILE_ELEMS_FP32 for fp32)."""
-    elems = _GPU_TILE_ELEMS_FP32 if dtype == torch.float32 else _GPU_TILE_ELEMS
+    fp32 = dtype == torch.float32
+    elems = _GPU_TILE_ELEMS_FP32 if fp32 else _GPU_TILE_ELEMS
     block_t = max(16, triton.next_power_of_2(features + 1))
     block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t))
+    if fp32:
+        block_d = min(block_d, _FP32_MAX_BLOCK_D)
     block_b = max(1, min(_GPU_MAX_BLOCK_B, elems // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
 
@@ -118,9 +124,11 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 @triton.jit
 def _interaction_fwd_kernel(
-    DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
+    DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d, zero,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
 ):
+    # The Gram matrix sums over the column tiles as partial sums, each tile's dot from a runtime
+    # zero (see the backward): for fp32, tiles of at most _FP32_MAX_BLOCK_D columns.
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
@@ -131,7 +139,10 @@ def _interaction_fwd_kernel(
         z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+        if d_tile == 0:
+            gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+        else:
+            gram += dot(z, tl.permute(z, (0, 2, 1)), tl.full([BLOCK_B, BLOCK_T, BLOCK_T], zero, tl.float32))
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
@@ -201,7 +212,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
-            dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
+            dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(), 0.0,
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
             num_warps=num_warps(block_t, dense.dtype),
         )

@@ -50,6 +50,21 @@ def test_cli_rejects_unknown_kernel_with_the_known_ones():
     assert result.returncode == 2 and "known: " in result.stdout
 
 
+def test_cli_repro_replays_case_json_longer_than_a_file_name():
+    """Failure reports print ``harness repro '<case JSON>'``; JSON past 255 characters once made
+    the CLI ask the file system about it and die with OSError (file name too long)."""
+    case = ('{"dims": {"*batch": [], "rows": 2, "cols": 9}, "dtype": "float32", "grad_layout": "contiguous", '
+            '"grad_seed": 0, "scalars": {}, "schema": 1, "spec": "softmax", "tensors": {"x": {"dtype": "float32", '
+            '"layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": 0, "shape": [2, 9], '
+            '"values": "normal"}}}')
+    assert len(case) > 255
+    replayed = _run(["-m", "harness", "repro", case, "--check", "forward"])
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "passed" in replayed.stdout.lower()
+    neither = _run(["-m", "harness", "repro", "no_such_script.py"])
+    assert neither.returncode == 2 and "neither a repro script nor case JSON" in neither.stdout
+
+
 def test_harness_new_scaffolds_a_kernel_that_passes(tmp_path):
     for package in ("harness", "kernels", "references", "specs"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
