@@ -19,13 +19,16 @@ it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dspa
 ``ddense = grad[:, :dim] + dZ[:, 0]`` (the dense vector reaches the output twice). One program
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
-Numerics: products of input-dtype values accumulated in fp32 (IEEE fp32 for fp32 inputs, never
-TF32), one rounding to the input dtype per output element. For fp32 inputs the backward's sums over
-the 2T terms of (G + G^T) Z are formed as partial sums of 16 terms, then added up: one running fp32
-sum of 62 terms was 11 ulp off on the H100 where eager's bmm was 3 (an fp64 accumulator would be
-exact, but Triton 3.6 did not compile the batched fp64 tl.dot there). Each chunk's dot starts from
-a runtime zero, not a literal one, so that Triton cannot fold the chunks back into one running sum. The 16-bit paths keep one
-tl.dot: their fp32 accumulator is far finer than their results. Any strides; outputs contiguous.
+Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
+fp32 inputs take no ``tl.dot`` at all (``EXACT``): IEEE fp32 ``tl.dot`` is one running FMA sum per
+output, and on the H100 the backward's sum over 62 terms was 11 ulp off where eager's bmm was 3,
+the forward's over 251 columns 3.1x eager's error; partial sums of 16 terms still scored 4.12
+against the budget of 4 (and Triton 3.6 would not compile a batched fp64 ``tl.dot``). Instead the
+Gram matrix is a sum of outer products of Z's columns, and dZ a sum over k of outer products of
+``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64: the products of fp32 values are exact
+in fp64, so each output is rounded once, from a sum good to about 2^-50. ``ddense`` adds
+``grad[:, :dim]`` in fp64 too (one rounding, where eager rounds twice). Any strides; outputs
+contiguous.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ import triton.language as tl
 from kernels import _rows
 from kernels._matmul import dot
 from kernels._runtime import interpreting
-from kernels._validate import FLOAT_DTYPES, check_same_device, check_same_dtype, check_shape, check_tensor
+from kernels._validate import (
+    FLOAT_DTYPES,
+    check_same_device,
+    check_same_dtype,
+    check_shape,
+    check_tensor,
+)
 
 OP = "dlrm_interaction"
 DTYPES = FLOAT_DTYPES
@@ -55,16 +64,12 @@ _INTERPRETING = interpreting()
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction.
-# fp32 operands take half that tile and 8 warps: IEEE fp32 tl.dot is FMA arithmetic on operands held
-# in registers, and at 8192 elements and 4 warps ptxas spilled (4 samples x 32 x 64: 220 bytes
-# forward, 1008 backward; the H100 timed that forward 4.7x slower than a 4-sample loop that kept its
-# registers). At 4096 and 8 warps every fp32 tile of the benchmark shapes compiles without spills
-# (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
-# fp32 Gram sums take at most 32 columns per tl.dot, then add the partial sums: a running FMA sum
-# over 251 columns was 3.1x eager's error on the H100 (nightly, 251 x 5 x 251: score 4.67).
+# fp32 takes half that tile and 8 warps: its fp64 accumulators (EXACT, above) need two registers a
+# value, and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64:
+# 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark
+# shapes' tiles compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
-_FP32_MAX_BLOCK_D = 32
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
@@ -81,24 +86,15 @@ def _blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]
 def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D) on a GPU: tl.dot needs every tile side >= 16, and each operand
     stays within the dtype's tile (_GPU_TILE_ELEMS, or _GPU_TILE_ELEMS_FP32 for fp32)."""
-    fp32 = dtype == torch.float32
-    elems = _GPU_TILE_ELEMS_FP32 if fp32 else _GPU_TILE_ELEMS
+    elems = _GPU_TILE_ELEMS_FP32 if dtype == torch.float32 else _GPU_TILE_ELEMS
     block_t = max(16, triton.next_power_of_2(features + 1))
     block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t))
-    if fp32:
-        block_d = min(block_d, _FP32_MAX_BLOCK_D)
     block_b = max(1, min(_GPU_MAX_BLOCK_B, elems // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
 
 
-def chunk_t(dtype: torch.dtype, block_t: int) -> int:
-    """Terms of the backward's sums over T per tl.dot: 16 for fp32 inputs (module docstring),
-    all of them for 16-bit inputs."""
-    return 16 if dtype == torch.float32 else block_t
-
-
 def num_warps(block_t: int, dtype: torch.dtype) -> int:
-    """8 warps for fp32 operands (above) and once the Gram tile is 64 x 64 or more; 4 otherwise."""
+    """8 warps for fp32 (above) and once the Gram tile is 64 x 64 or more; 4 otherwise."""
     return 8 if block_t >= 64 or dtype == torch.float32 else 4
 
 
@@ -124,25 +120,31 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 @triton.jit
 def _interaction_fwd_kernel(
-    DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d, zero,
+    DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
-    # The Gram matrix sums over the column tiles as partial sums, each tile's dot from a runtime
-    # zero (see the backward): for fp32, tiles of at most _FP32_MAX_BLOCK_D columns.
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
-    gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
+    if EXACT:
+        # fp32: the Gram matrix as a sum of outer products of Z's columns in fp64 (module docstring)
+        gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
+        for d in range(D):
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, tl.full([1], 0, tl.int32) + d, B, F, D,
+                           sd_b, sd_d, ss_b, ss_f, ss_d)
+            z = z.to(tl.float64)
+            gram += z * tl.permute(z, (0, 2, 1))
+    else:
+        gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
         z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if d_tile == 0:
+        if not EXACT:
             gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
-        else:
-            gram += dot(z, tl.permute(z, (0, 2, 1)), tl.full([BLOCK_B, BLOCK_T, BLOCK_T], zero, tl.float32))
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
@@ -163,13 +165,10 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 @triton.jit
 def _interaction_bwd_kernel(
-    DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c, zero,
+    DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    CHUNK_T: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
-    # zero: a runtime 0.0 that starts each chunk's sum. With a literal zero Triton rewrites
-    # dot(a, b, 0) + dz as dot(a, b, dz), which chains the chunks into one running sum again (the
-    # H100 run scored 5.88 unchanged; tests/unit/test_dlrm_tiles.py checks the compiled IR).
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     b3 = offs_b.to(tl.int64)[:, None, None]
@@ -179,25 +178,26 @@ def _interaction_bwd_kernel(
     t3 = offs_t[None, :, None]
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        # dZ = (G + G^T) Z summed CHUNK_T terms at a time, then the chunks added up (module
-        # docstring): one chunk of all BLOCK_T terms for 16-bit inputs, 16 for fp32.
-        dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
-        for k0 in tl.static_range(0, BLOCK_T, CHUNK_T):
-            offs_k = k0 + tl.arange(0, CHUNK_T)
-            g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-            z_k, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            if k0 == 0:
-                dz = dot(g_k, z_k, dz)
-            else:
-                dz += dot(g_k, z_k, tl.full([BLOCK_B, BLOCK_T, BLOCK_D], zero, tl.float32))
+        if EXACT:
+            # fp32: dZ = (G + G^T) Z as a sum over k of outer products, in fp64 (module docstring)
+            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
+            for k in range(F + 1):
+                col = tl.full([1], 0, tl.int32) + k
+                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, col, D, F).to(tl.float64)
+                z_k, _ = _load_z(DENSE, SPARSE, offs_b, col, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += g_k * z_k.to(tl.float64)
+        else:
+            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
         dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
         tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
-        # ddense = grad[:, :D] + dZ[:, 0]
+        # ddense = grad[:, :D] + dZ[:, 0], one rounding
         dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
-        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(tl.float32)
+        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
         tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
@@ -212,8 +212,9 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
-            dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(), 0.0,
+            dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
+            EXACT=dense.dtype == torch.float32,
             num_warps=num_warps(block_t, dense.dtype),
         )
     return out
@@ -230,9 +231,9 @@ def _backward(dense, sparse, grad):
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
-            *dense.stride(), *sparse.stride(), *grad.stride(), 0.0,
+            *dense.stride(), *sparse.stride(), *grad.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            CHUNK_T=chunk_t(dense.dtype, block_t),
+            EXACT=dense.dtype == torch.float32,
             num_warps=num_warps(block_t, dense.dtype),
         )
     return ddense, dsparse

@@ -1,13 +1,10 @@
 """Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print, per tile, its
-shared memory, how many of its tl.dot ops accumulate into another tl.dot's result, and the bytes
-ptxas spills to local memory (Triton's own ptxas, ``-v``):
+shared memory and the bytes ptxas spills to local memory (Triton's own ptxas, ``-v``):
 ``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD,DT ...`` (DT: D_TILES).
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
 pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT SHARED
-CHAINED SPILLED`` a line. CHAINED counts, in the compiled Triton IR, the dots whose accumulator is another
-dot's result: the fp32 backward's chunked sums must have none (Triton folds ``dot(a, b, 0) + c``
-into ``dot(a, b, c)`` when the zero is a literal).
+SPILLED`` a line.
 """
 
 import os
@@ -27,16 +24,6 @@ _TARGET = GPUTarget("cuda", 90, 32)
 _TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-_DOT = re.compile(r"(%[\w.#]+) = tt\.dot %[\w.#]+, %[\w.#]+, (%[\w.#]+)")
-
-
-def chained_dots(ttir: str) -> int:
-    """Dots in the IR whose accumulator operand is the result of another dot."""
-    dots = _DOT.findall(ttir)
-    results = {result for result, _ in dots}
-    return sum(acc in results for _, acc in dots)
-
-
 _PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 
 
@@ -52,21 +39,17 @@ def spilled_bytes(ptx: str) -> int:
 
 
 def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int,
-                 d_tiles: int) -> tuple[int, int, int]:
-    """(shared memory bytes, chained dots, spilled bytes) of the kernel compiled for sm_90 at this
-    tile."""
+                 d_tiles: int) -> tuple[int, int]:
+    """(shared memory bytes, spilled bytes) of the kernel compiled for sm_90 at this tile."""
     names = kernel.arg_names
-    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles}
-    if "CHUNK_T" in names:
-        constexprs["CHUNK_T"] = dlrm.chunk_t(_TORCH_DTYPES[dtype], block_t)
-    scalar = {"zero": "fp32"}  # the rest are integer sizes and strides
-    signature = {n: ("*" + dtype if i < n_pointers else scalar.get(n, "i32"))
-                 for i, n in enumerate(names) if n not in constexprs}
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles,
+                  "EXACT": dtype == "fp32"}
+    signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
     warps = dlrm.num_warps(block_t, _TORCH_DTYPES[dtype])
     compiled = triton.compile(source, target=_TARGET, options={"num_warps": warps})
-    return compiled.metadata.shared, chained_dots(compiled.asm["ttir"]), spilled_bytes(compiled.asm["ptx"])
+    return compiled.metadata.shared, spilled_bytes(compiled.asm["ptx"])
 
 
 if __name__ == "__main__":
