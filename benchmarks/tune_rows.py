@@ -55,9 +55,10 @@ class Target(NamedTuple):
     get: Callable[[], _rows.TileLimits]  # the production limits (the grid varies these)
     put: Callable[[_rows.TileLimits], None]
     clear: Callable[[], None]
-    save: Callable[[], Callable[[], None]]  # returns what puts the module's production limits back
     grid: dict[str, tuple]
     ops: tuple[Op, ...]
+    # returns what puts the module's production limits back; by default, put(get()) as it was
+    save: Callable[[], Callable[[], None]] | None = None
 
 
 def _set_softmax(limits):
@@ -71,13 +72,6 @@ def _save_softmax():
     def restore():
         softmax._GPU_FWD, softmax._GPU_BWD = fwd, bwd
     return restore
-
-
-def _saver(put, get):
-    def save():
-        limits = get()
-        return lambda: put(limits)
-    return save
 
 
 def _set_norm(limits):
@@ -134,22 +128,20 @@ _NORM_SHAPES = ((8192, 4096, torch.bfloat16), (16384, 1024, torch.float16), (655
 
 TARGETS = {
     "softmax": Target(
-        lambda: softmax._GPU_FWD, _set_softmax, softmax._config.cache_clear, _save_softmax,
+        lambda: softmax._GPU_FWD, _set_softmax, softmax._config.cache_clear,
         # max_block 32768: a 32K-element row held in registers instead of two passes
         {**_ROWS_GRID, "max_block": (16384, 32768)},
         tuple(_softmax_op(*s) for s in ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16),
                                          (32768, 128, torch.float32), (4096, 32768, torch.float32),
-                                         (16384, 4096, torch.float16)))),
-    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
-                         _saver(_set_norm, lambda: norm._GPU_FWD), _ROWS_GRID,
+                                         (16384, 4096, torch.float16))),
+        save=_save_softmax),
+    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES)),
-    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
-                       _saver(_set_norm, lambda: norm._GPU_FWD), _ROWS_GRID,
+    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES)),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
-        _saver(_set_elementwise, lambda: _rows.ELEMENTWISE_GPU_LIMITS),
         {"max_block": (1024, 2048, 4096), "target_elems": (4096, 8192, 16384), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
          _swiglu_op(8192, 11008, torch.bfloat16), _add_mul_relu_op(65536, 512, torch.float32),
@@ -208,7 +200,7 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     device = torch.device("cuda", 0)
     torch._dynamo.reset()
     base = target.get()
-    restore = target.save()
+    restore = target.save() if target.save else (lambda: target.put(base))
     args = [op.inputs(torch.randn(op.rows, op.cols, device=device, dtype=op.dtype)) for _ in range(plan.input_sets)]
     outs = [torch.empty_like(a[0]) for a in args]
     compiled = torch.compile(op.reference, dynamic=False)

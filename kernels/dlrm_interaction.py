@@ -104,6 +104,14 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @triton.jit
+def _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d):
+    """dense of BLOCK_B samples as (BLOCK_B, 1, len(offs_d)), zero outside."""
+    b3 = offs_b.to(tl.int64)[:, None, None]
+    d3 = offs_d[None, None, :]
+    return tl.load(DENSE + b3 * sd_b + d3 * sd_d, mask=(b3 < B) & (d3 < D), other=0.0)
+
+
+@triton.jit
 def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d):
     """Z of BLOCK_B samples as a (BLOCK_B, BLOCK_T, BLOCK_D) tile, zero outside; and dense alone
     as (BLOCK_B, 1, BLOCK_D)."""
@@ -111,7 +119,7 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
     t3 = offs_t[None, :, None]
     d3 = offs_d[None, None, :]
     ok = (b3 < B) & (d3 < D)
-    dense = tl.load(DENSE + b3 * sd_b + d3 * sd_d, mask=ok, other=0.0)
+    dense = _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d)
     in_sparse = ok & (t3 >= 1) & (t3 <= F)
     z = tl.load(SPARSE + b3 * ss_b + (t3 - 1).to(tl.int64) * ss_f + d3 * ss_d, mask=in_sparse, other=0.0)
     z = tl.where(t3 == 0, dense, z)
@@ -140,7 +148,10 @@ def _interaction_fwd_kernel(
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        if EXACT:  # the Gram matrix is done: only the copy of dense is left
+            dense = _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d)
+        else:
+            z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
         if not EXACT:

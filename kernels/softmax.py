@@ -1,8 +1,8 @@
 """Softmax over the last dimension: Triton forward and backward behind ``torch.autograd.Function``.
 
 Forward: a row that fits one block (up to 32768 elements on a GPU, 16384 in fp64) is read once,
-held in registers and written once: max, exp, sum and the division all happen on the loaded tile. Short rows are
-packed several to a program so that each program still moves a few kilobytes. A longer row is
+held in registers and written once: max, exp, sum and the division all happen on the loaded tile.
+Short rows are packed several to a program so that each program still moves a few kilobytes. A longer row is
 streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
 the max grows, then a second pass writes ``exp(x - max) / sum``. The second pass walks the row
 from its end back, so that it starts on the blocks the first pass read last, which are the most
@@ -162,13 +162,12 @@ def _softmax_bwd_kernel(
     cols = tl.arange(0, BLOCK)[None, :]
     if not SPLIT:
         mask = row_ok & (cols < n_cols)
-        # Held in COMPUTE and widened where used, so that the live tile stays fp32 for fp32 rows.
-        y = tl.load(y_row + cols, mask=mask, other=0.0).to(COMPUTE)
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(COMPUTE)
-        c = tl.sum(y.to(ACC) * dy.to(ACC), axis=1)
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(ACC)
+        c = tl.sum(y * dy, axis=1)
         if WIDE:
-            c = c / tl.sum(y.to(ACC), axis=1)
-        dx = y.to(ACC) * dy.to(ACC) - y.to(ACC) * c[:, None]
+            c = c / tl.sum(y, axis=1)
+        dx = y * dy - y * c[:, None]
         tl.store(dx_row + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
     else:
         dot = tl.zeros([ROWS, BLOCK], ACC)
