@@ -110,7 +110,20 @@ def test_a_kernel_that_avoids_eagers_intermediate_overflow_is_judged_against_the
     assert compare("out", (z.double() * 0.5).half(), eager, oracle, 2.0).passed
     wrong = torch.tensor([4000.0, 1.0], dtype=torch.float16)
     assert not compare("out", wrong, eager, oracle, 2.0).passed
-    assert not compare("out", torch.tensor([float("inf"), 1.0], dtype=torch.float16), eager, oracle, 2.0).passed
+
+
+def test_where_eager_and_the_kernel_both_fail_no_particular_nan_or_inf_is_owed():
+    # fp16 dropout-add-LayerNorm on a row whose sum rounds to a constant: the exact gradient is
+    # finite, eager's inf - inf gives NaN, the kernel's other order of sums gives -inf.
+    oracle = torch.tensor([-17532.3, 1693129.7, 2.0], dtype=torch.float64)
+    eager = torch.tensor([float("nan"), float("nan"), 2.0], dtype=torch.float16)
+    kernel = torch.tensor([float("-inf"), float("-inf"), 2.0], dtype=torch.float16)
+    assert compare("g", kernel, eager, oracle, 2.0).passed
+    # still held: a kernel not finite where eager is, and a finite kernel where the truth overflows
+    finite_eager = torch.tensor([-17530.0, float("inf"), 2.0], dtype=torch.float16)
+    result = compare("g", kernel, finite_eager, oracle, 2.0)
+    assert not result.passed and "index (0,)" in result.problem
+    assert not compare("g", torch.tensor([-17532.0, 60000.0, 2.0], dtype=torch.float16), eager, oracle, 2.0).passed
 
 
 def test_an_oracle_just_past_the_largest_finite_value_still_fits_when_it_rounds_to_it():
@@ -198,6 +211,9 @@ def test_an_infinity_that_is_the_true_values_rounding_passes_where_eager_made_na
     eager = torch.tensor([[float("nan"), 0.5]], dtype=torch.float16)  # eager's inf - inf
     assert compare("dx", torch.tensor([[float("inf"), 0.5]], dtype=torch.float16), eager, oracle, 2.0).passed
     wrong_sign = torch.tensor([[-float("inf"), 0.5]], dtype=torch.float16)
-    assert not compare("dx", wrong_sign, eager, oracle, 2.0).passed
+    # where eager made NaN it gives no evidence of the sign (the rule below); where it made the
+    # right infinity, the wrong sign fails
+    right_eager = torch.tensor([[float("inf"), 0.5]], dtype=torch.float16)
+    assert not compare("dx", wrong_sign, right_eager, oracle, 2.0).passed
     saturated = torch.tensor([[65504.0, 0.5]], dtype=torch.float16)  # not the rounding of the true value
     assert not compare("dx", saturated, eager, oracle, 2.0).passed
