@@ -20,13 +20,13 @@ it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dspa
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
 Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
-fp32 inputs (``EXACT``) are widened to fp64 and multiplied by fp64 ``tl.dot`` (the H100's fp64
-tensor cores): the products of fp32 values are exact in fp64, so each output is rounded once, from
-a sum good to about 2^-50. IEEE fp32 ``tl.dot`` is one running FMA sum per output: on the H100
-the backward's sum over 62 terms was 11 ulp off where eager's bmm was 3, the forward's over 251
-columns 3.1x eager's error, and partial sums of 16 terms still scored 4.12 against the budget of 4.
-The fp64 sums written as outer products of one column at a time (no ``tl.dot``) passed the nightly
-but were latency-bound (65536 x 26 x 64 forward 4.44 ms, eager 0.95). ``ddense`` adds
+fp32 inputs take no ``tl.dot`` at all (``EXACT``): IEEE fp32 ``tl.dot`` is one running FMA sum per
+output, and on the H100 the backward's sum over 62 terms was 11 ulp off where eager's bmm was 3,
+the forward's over 251 columns 3.1x eager's error; partial sums of 16 terms still scored 4.12
+against the budget of 4 (and Triton 3.6 would not compile a batched fp64 ``tl.dot``). Instead the
+Gram matrix is a sum of outer products of Z's columns, and dZ a sum over k of outer products of
+``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64: the products of fp32 values are exact
+in fp64, so each output is rounded once, from a sum good to about 2^-50. ``ddense`` adds
 ``grad[:, :dim]`` in fp64 too (one rounding, where eager rounds twice). Any strides; outputs
 contiguous.
 """
@@ -64,13 +64,12 @@ _INTERPRETING = interpreting()
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction.
-# fp32 takes a quarter of that tile and 8 warps: its operands and sums are fp64 (EXACT, above), two
-# registers a value. 8192-element fp32 tiles at 4 warps spilled even as fp32 (4 samples x 32 x 64:
-# 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100), and with fp64
-# operands a 4096-element tile's backward spills 224 bytes. The benchmark shapes' tiles compile
-# without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
+# fp32 takes half that tile and 8 warps: its fp64 accumulators (EXACT, above) need two registers a
+# value, and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64:
+# 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark
+# shapes' tiles compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
 _GPU_TILE_ELEMS = 8192
-_GPU_TILE_ELEMS_FP32 = 2048
+_GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
@@ -137,15 +136,26 @@ def _interaction_fwd_kernel(
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
-    gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64 if EXACT else tl.float32)
+    if EXACT:
+        # fp32: the Gram matrix as a sum of outer products of Z's columns in fp64 (module docstring)
+        gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
+        for d in range(D):
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, tl.full([1], 0, tl.int32) + d, B, F, D,
+                           sd_b, sd_d, ss_b, ss_f, ss_d)
+            z = z.to(tl.float64)
+            gram += z * tl.permute(z, (0, 2, 1))
+    else:
+        gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        if EXACT:  # the Gram matrix is done: only the copy of dense is left
+            dense = _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d)
+        else:
+            z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if EXACT:  # fp32: fp64 operands and sums (module docstring)
-            z = z.to(tl.float64)
-        gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+        if not EXACT:
+            gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
@@ -179,12 +189,18 @@ def _interaction_bwd_kernel(
     t3 = offs_t[None, :, None]
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
-        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-        if EXACT:  # fp32: fp64 operands and sums (module docstring)
-            g = g.to(tl.float64)
-            z = z.to(tl.float64)
-        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64 if EXACT else tl.float32))
+        if EXACT:
+            # fp32: dZ = (G + G^T) Z as a sum over k of outer products, in fp64 (module docstring)
+            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
+            for k in range(F + 1):
+                col = tl.full([1], 0, tl.int32) + k
+                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, col, D, F).to(tl.float64)
+                z_k, _ = _load_z(DENSE, SPARSE, offs_b, col, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += g_k * z_k.to(tl.float64)
+        else:
+            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
         d3 = offs_d[None, None, :]
         d_ok = d3 < D
         # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
