@@ -63,3 +63,37 @@ def test_a_kernel_that_validates_nothing_fails_its_contract():
     with pytest.raises(CheckFailure) as info:
         run.run()
     assert "was accepted; expected an error naming 'bias'" in str(info.value) or "naming 'y'" in str(info.value)
+
+
+class _PoisonsTheContext:
+    """A kernel that, from its fifth call on a case of 3 or more rows, raises what PyTorch raises
+    after an illegal memory access, and raises it on every call after that (as a poisoned CUDA
+    context does), whatever the case."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.calls = 0
+        self.first_bad: tuple | None = None
+
+    def __call__(self, **kwargs):
+        self.calls += 1
+        x = next(iter(kwargs.values()))
+        if self.first_bad is None and self.calls >= 5 and x.shape[0] >= 3:
+            self.first_bad = tuple(x.shape)
+        if self.first_bad is not None:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return self.spec.reference(**kwargs)
+
+
+def test_a_poisoned_cuda_context_reports_the_first_case_that_raised_it_not_a_shrunk_one():
+    spec = load_specs()["softmax"]
+    kernel = _PoisonsTheContext(spec)
+    spec = dataclasses.replace(spec, implementations={"poison": kernel})
+    run = PropertyRun(spec, "poison", "float32", "forward", current_device(), max_examples=60)
+    with pytest.raises(CheckFailure) as info:
+        run.run()
+    assert kernel.first_bad is not None
+    report = str(info.value)
+    assert "illegal memory access" in report and "the first that raised it" in report
+    # the reported case is the one that first raised, not Hypothesis's simplest failing case
+    assert kernel.first_bad[0] >= 3 and f"x: shape {kernel.first_bad}" in report, report
