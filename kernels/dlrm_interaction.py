@@ -25,10 +25,8 @@ output, and on the H100 the backward's sum over 62 terms was 11 ulp off where ea
 the forward's over 251 columns 3.1x eager's error; partial sums of 16 terms still scored 4.12
 against the budget of 4 (and Triton 3.6 would not compile a batched fp64 ``tl.dot``). Instead the
 Gram matrix is a sum of outer products of Z's columns, and dZ a sum over k of outer products of
-``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64 a few columns (or k) a step: the
-products of fp32 values are exact in fp64, so each output is rounded once, from a sum good to
-about 2^-50. (Triton 3.6 compiles no fp64 ``tl.dot``, 2-D or batched; Triton 3.8 compiles it to the
-fp64 tensor cores, which would do this in one ``tl.dot``.) ``ddense`` adds
+``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64: the products of fp32 values are exact
+in fp64, so each output is rounded once, from a sum good to about 2^-50. ``ddense`` adds
 ``grad[:, :dim]`` in fp64 too (one rounding, where eager rounds twice). Any strides; outputs
 contiguous.
 """
@@ -71,15 +69,7 @@ _INTERPRETING = interpreting()
 # 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark
 # shapes' tiles compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
 _GPU_TILE_ELEMS = 8192
-_GPU_TILE_ELEMS_FP32 = 2048
-# fp32's fp64 sums take a chunk of columns of Z (forward) or values of k (backward) a step, as
-# large as keeps the step's fp64 product within _EXACT_PRODUCT_ELEMS (32 values a thread at 8
-# warps) and at most 8 (8 fp32 columns are one 32-byte sector of a row). One column a step (a
-# strided load of one element per row, 64 dependent steps at dim 64) was latency-bound: 4.44 ms for
-# 65536 x 26 x 64 on the H100, where eager takes 0.95. A chunk of 8 on a 4096-element tile spilled
-# 632 bytes (ptxas, sm_90); hence fp32's tile of 2048.
-_EXACT_PRODUCT_ELEMS = 8192
-_EXACT_MAX_CHUNK = 8
+_GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
@@ -101,12 +91,6 @@ def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, i
     block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t))
     block_b = max(1, min(_GPU_MAX_BLOCK_B, elems // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
-
-
-def exact_chunk(block_b: int, block_t: int, block_d: int) -> int:
-    """Columns (forward) or k values (backward) per step of fp32's fp64 sums (above)."""
-    fit = _EXACT_PRODUCT_ELEMS // (block_b * block_t * max(block_t, block_d))
-    return max(1, min(_EXACT_MAX_CHUNK, 1 << (max(fit, 1).bit_length() - 1)))
 
 
 def num_warps(block_t: int, dtype: torch.dtype) -> int:
@@ -146,22 +130,20 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    EXACT: tl.constexpr, EXACT_CHUNK: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     if EXACT:
-        # fp32: the Gram matrix as a sum of outer products of Z's columns in fp64 (module docstring),
-        # EXACT_CHUNK columns a step: a (BLOCK_B, BLOCK_T, BLOCK_T, EXACT_CHUNK) product reduced
-        # over its last axis
+        # fp32: the Gram matrix as a sum of outer products of Z's columns in fp64 (module docstring)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
-        for d0 in range(0, D, EXACT_CHUNK):
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, d0 + tl.arange(0, EXACT_CHUNK), B, F, D,
+        for d in range(D):
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, tl.full([1], 0, tl.int32) + d, B, F, D,
                            sd_b, sd_d, ss_b, ss_f, ss_d)
             z = z.to(tl.float64)
-            gram += tl.sum(z[:, :, None, :] * z[:, None, :, :], axis=3)
+            gram += z * tl.permute(z, (0, 2, 1))
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
@@ -196,7 +178,7 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    EXACT: tl.constexpr, EXACT_CHUNK: tl.constexpr,
+    EXACT: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -208,15 +190,13 @@ def _interaction_bwd_kernel(
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
         if EXACT:
-            # fp32: dZ = (G + G^T) Z as a sum over k of outer products, in fp64 (module docstring),
-            # EXACT_CHUNK values of k a step: a (BLOCK_B, BLOCK_T, EXACT_CHUNK, BLOCK_D) product
-            # reduced over k
+            # fp32: dZ = (G + G^T) Z as a sum over k of outer products, in fp64 (module docstring)
             dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
-            for k0 in range(0, F + 1, EXACT_CHUNK):
-                ks = k0 + tl.arange(0, EXACT_CHUNK)
-                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, ks, D, F).to(tl.float64)
-                z_k, _ = _load_z(DENSE, SPARSE, offs_b, ks, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-                dz += tl.sum(g_k[:, :, :, None] * z_k.to(tl.float64)[:, None, :, :], axis=2)
+            for k in range(F + 1):
+                col = tl.full([1], 0, tl.int32) + k
+                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, col, D, F).to(tl.float64)
+                z_k, _ = _load_z(DENSE, SPARSE, offs_b, col, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += g_k * z_k.to(tl.float64)
         else:
             g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
             z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
@@ -245,7 +225,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            EXACT=dense.dtype == torch.float32, EXACT_CHUNK=exact_chunk(block_b, block_t, block_d),
+            EXACT=dense.dtype == torch.float32,
             num_warps=num_warps(block_t, dense.dtype),
         )
     return out
@@ -264,7 +244,7 @@ def _backward(dense, sparse, grad):
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            EXACT=dense.dtype == torch.float32, EXACT_CHUNK=exact_chunk(block_b, block_t, block_d),
+            EXACT=dense.dtype == torch.float32,
             num_warps=num_warps(block_t, dense.dtype),
         )
     return ddense, dsparse
