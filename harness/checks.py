@@ -240,6 +240,15 @@ def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs)
     return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **extra))
 
 
+def gradient_rounded_terms(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
+    """The spec's root-sum-square of rounded terms of each gradient, in fp64 ({} if none)."""
+    hook = spec.gradient_rounded_terms
+    if hook is None:
+        return {}
+    outs = [g.detach().to(torch.float64) for g in grad_outputs]
+    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs))
+
+
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Gradients within budget vs fp64 autograd through the reference, for contiguous and the case's
     grad_output layout; grad_output and the inputs must come out unchanged."""
@@ -269,6 +278,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
         multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         terms = gradient_term_magnitudes(spec, prepared, grad_outs)
+        rounded = gradient_rounded_terms(spec, prepared, grad_outs)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {layout})"
             if e is None:
@@ -277,7 +287,8 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 problems.append(f"{label}: the kernel returned no gradient")
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
-            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), term_precision(spec)))
+            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), term_precision(spec),
+                                       rounded_terms=rounded.get(name)))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 

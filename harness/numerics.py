@@ -50,6 +50,19 @@ luck. There the envelope is at least one ulp of the term magnitude::
 fp32 ulps, and an envelope of bf16 ulps of the terms would pass a kernel that rounds the mean to
 bf16. Attention's ``P @ V`` takes P rounded to the 16-bit dtype, so its terms carry that dtype's.
 
+A gradient may also give its *rounded terms*: the root-sum-square of the terms each element sums
+after rounding each of them to the dtype (attention's dS, rounded before dS K). Those roundings are
+independent and add up like a random walk, so the error they make is about a unit roundoff of the
+root-sum-square (sqrt(n) smaller than an ulp of the sum of |terms|, which would be a loose worst
+case), and eager makes it too, at other elements::
+
+    envelope_i = max(envelope_i, (eps / 2) * rss_i)
+
+It matters where eager's own roundings happened to cancel along a whole row: the H100 nightly
+found flash attention's bf16 dQ at 4.59 times an envelope of one eps (head_dim 16, so a row is 16
+elements; eager within an eps on all of them, the kernel 9 bf16 ulps off one). The spec's multiple
+then allows about 4 sqrt(3) standard deviations of that rounding noise.
+
 The kernel's **numerics score** is ``max_i |kernel_i - oracle_i| / envelope_i``: its worst error in
 units of eager's. It passes when the score is at most the spec's declared multiple. NaN and +-inf
 must sit exactly where eager has them, with three exceptions, all where the oracle is finite:
@@ -183,12 +196,15 @@ def compare(
     calibration: list[tuple[torch.Tensor, torch.Tensor]] = (),
     terms: torch.Tensor | None = None,
     term_precision: torch.dtype | None = None,
+    rounded_terms: torch.Tensor | None = None,
 ) -> Comparison:
     """Judge ``kernel`` against ``oracle`` under the envelope of ``eager``'s error (module docstring).
 
     ``calibration`` holds extra (eager, oracle) pairs computed on ulp-perturbed inputs; ``terms``,
     if given, the sum of |terms| of each element (the envelope is at least an ulp of it: of the
-    output's dtype, or of ``term_precision`` where that is finer, for sums formed in fp32).
+    output's dtype, or of ``term_precision`` where that is finer, for sums formed in fp32);
+    ``rounded_terms``, the root-sum-square of the terms of each element that are rounded to the
+    output's dtype before they are summed (the envelope is at least a unit roundoff of it).
     """
     problem = _structure_problem(kernel, eager)
     if problem:
@@ -258,6 +274,9 @@ def compare(
         scale = terms.detach().to(device=o.device, dtype=torch.float64).abs()
         term_eps = min(info.eps, torch.finfo(term_precision).eps) if term_precision is not None else info.eps
         envelope = torch.maximum(envelope, term_eps * torch.where(finite & scale.isfinite(), scale, 0.0))
+    if rounded_terms is not None:  # independent roundings of many terms: a random walk's size
+        rss = rounded_terms.detach().to(device=o.device, dtype=torch.float64).abs()
+        envelope = torch.maximum(envelope, (info.eps / 2) * torch.where(finite & rss.isfinite(), rss, 0.0))
     ratio = kernel_err / envelope
     worst = int(ratio.flatten().argmax())
     i = _index(worst, ratio.shape)

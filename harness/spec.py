@@ -228,6 +228,14 @@ class KernelSpec:
     # gradients that are sums over many contributions, e.g. an embedding's scatter-add. A hook
     # with a ``dtype`` parameter also gets the case's torch dtype (terms of mixed precisions).
     gradient_term_magnitudes: Callable[..., Any] | None = None
+    # Optional, for gradients summed from many terms that are each rounded to the case's dtype
+    # first (attention's dS before dS K): called like gradient_term_magnitudes, returns {input
+    # name: the root-sum-square of those terms per gradient element}. Independent roundings of n
+    # terms add up like a random walk, so their error is about a unit roundoff of this, not of the
+    # sum of |terms| (sqrt(n) times larger). The gradient's envelope never drops below a unit
+    # roundoff of it (harness.numerics): it stands in for eager where eager's own roundings
+    # happened to cancel along a whole row.
+    gradient_rounded_terms: Callable[..., Any] | None = None
     # The dtype whose ulp the terms of both hooks carry, where finer than the output's: "float32"
     # for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
     term_precision: str | None = None
@@ -377,7 +385,7 @@ def _validate(spec: KernelSpec) -> None:
             fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
     if spec.term_precision is not None and spec.term_precision not in FLOAT_DTYPES:
         fail("term_precision", f"must be one of {FLOAT_DTYPES} or None, got {spec.term_precision!r}")
-    for hook in ("term_magnitudes", "gradient_term_magnitudes"):
+    for hook in ("term_magnitudes", "gradient_term_magnitudes", "gradient_rounded_terms"):
         if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
             fail(hook, f"must be callable, got {type(getattr(spec, hook)).__name__}")
     if spec.random is not None:

@@ -127,3 +127,38 @@ def term_magnitudes(
     # d lse / d s_j = P_j: a score's error reaches the log-sum-exp weighted by its probability.
     score_terms = (p * s_terms).sum(dim=-1, keepdim=True) / l
     return (p @ v.abs()) / l, (m.abs() + torch.log(l).abs() + score_terms).squeeze(-1)
+
+
+def gradient_rounded_terms(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None,
+    grad_outputs: list[torch.Tensor] = (),
+) -> dict[str, torch.Tensor]:
+    """The root-sum-square of the terms each gradient element sums after a rounding to the input
+    dtype (``harness.numerics``), from roundings 1 and 2 of the module docstring:
+
+    * dS before ``dQ = scale * dS K`` and ``dK = scale * dS^T Q``: terms ``dS_ij k_jd``, ``dS_ij q_id``;
+    * P before PV, which moves each row's D = rowsum(dO * O) by ``sum_j dP_ij * (P_ij's rounding)``,
+      and D moves dQ_i along ``(P K)_i`` and dK_j by ``P_ij q_i``: terms ``P_ij dP_ij`` per row;
+    * P before ``dV = P^T dO``: terms ``P_ij dO_id``.
+
+    Eager in the input dtype makes the same roundings (and D from the rounded output besides), so
+    these are the sizes of its errors too, wherever its own roundings did not cancel."""
+    if scale is None:
+        scale = q.shape[-1] ** -0.5
+    grad_out = grad_outputs[0]
+    grad_lse = grad_outputs[1] if len(grad_outputs) > 1 else None
+    s = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    dp = grad_out @ v.transpose(-2, -1)
+    d = (p * dp).sum(dim=-1, keepdim=True)
+    if grad_lse is not None:
+        d = d - grad_lse.unsqueeze(-1)
+    ds = p * (dp - d)
+    rss_d = ((p * dp) ** 2).sum(dim=-1, keepdim=True).sqrt()  # D's rounding noise per row
+    rss_q = (scale**2 * ((ds**2) @ (k**2) + (rss_d * (p @ k)) ** 2)).sqrt()
+    rss_k = (scale**2 * ((ds**2).transpose(-2, -1) @ (q**2) + (p**2).transpose(-2, -1) @ ((rss_d * q) ** 2))).sqrt()
+    rss_v = ((p**2).transpose(-2, -1) @ (grad_out**2)).sqrt()
+    return {"q": rss_q, "k": rss_k, "v": rss_v}

@@ -123,3 +123,39 @@ def test_the_harness_hands_the_case_dtype_only_to_hooks_that_take_it():
     assert seen["dtype"] is torch.bfloat16
     assert set(gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=without), prepared, grads)) == {"x"}
     assert gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=None), prepared, grads) == {}
+
+
+def _flash_grads_with_roundings(q, k, v, dout, dlse, causal, scale, rounding):
+    """dQ, dK, dV in fp64 with ``rounding`` applied where a flash backward rounds: P before PV (its
+    effect on D) and before P^T dO, dS before dS K and dS^T Q."""
+    s = (q @ k.transpose(-2, -1)) * scale
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    dp = dout @ v.transpose(-2, -1)
+    d = (rounding(p) * dp).sum(-1, keepdim=True) - dlse.unsqueeze(-1)
+    ds = rounding(p * (dp - d))
+    return ds @ k * scale, ds.transpose(-2, -1) @ q * scale, rounding(p).transpose(-2, -1) @ dout
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_rounded_terms_predict_the_size_of_a_flash_backwards_rounding_errors(causal):
+    """The root-sum-square hook is a sound floor only if it has the size of the errors the
+    roundings make: here bf16 roundings at a flash backward's points, simulated in fp64, stay
+    within 4 unit roundoffs of it everywhere and are not far smaller than it (median above 0.05)."""
+    import references.flash_attention as fa
+
+    gen = torch.Generator().manual_seed(3)
+    q, k, v, dout = (torch.randn(1, 2, 96, 16, generator=gen, dtype=torch.float64) for _ in range(4))
+    dlse = torch.randn(1, 2, 96, generator=gen, dtype=torch.float64)
+    scale = 0.25
+    exact = _flash_grads_with_roundings(q, k, v, dout, dlse, causal, scale, lambda t: t)
+    rounded = _flash_grads_with_roundings(q, k, v, dout, dlse, causal, scale,
+                                          lambda t: t.to(torch.bfloat16).to(torch.float64))
+    rss = fa.gradient_rounded_terms(q, k, v, causal, scale, grad_outputs=[dout, dlse])
+    unit = torch.finfo(torch.bfloat16).eps / 2
+    for name, e, r in zip("qkv", exact, rounded):
+        ratio = (r - e).abs() / (unit * rss[name])
+        assert float(ratio.max()) <= 4.0, name
+        assert float(ratio.median()) >= 0.05, name

@@ -217,3 +217,18 @@ def test_an_infinity_that_is_the_true_values_rounding_passes_where_eager_made_na
     assert not compare("dx", wrong_sign, right_eager, oracle, 2.0).passed
     saturated = torch.tensor([[65504.0, 0.5]], dtype=torch.float16)  # not the rounding of the true value
     assert not compare("dx", saturated, eager, oracle, 2.0).passed
+
+
+def test_rounded_terms_floor_the_envelope_at_a_unit_roundoff_of_their_root_sum_square():
+    oracle = torch.tensor([[0.5, 0.25, -0.125, 1.0]], dtype=torch.float64)
+    eager = oracle.to(torch.bfloat16)  # eager's roundings cancelled: within half an ulp everywhere
+    unit = torch.finfo(torch.bfloat16).eps / 2
+    rss = torch.full_like(oracle, 8.0)  # the terms' root-sum-square: 16 times the largest output
+    off = oracle.clone()
+    off[0, 1] += 3 * unit * 8.0  # three unit roundoffs of it: a random walk's size, not a bug
+    kernel = off.to(torch.bfloat16)
+    assert not compare("g", kernel, eager, oracle, 4.0).passed
+    assert compare("g", kernel, eager, oracle, 4.0, rounded_terms=rss).passed
+    wrong = oracle.clone()
+    wrong[0, 1] += 6 * unit * 8.0
+    assert not compare("g", wrong.to(torch.bfloat16), eager, oracle, 4.0, rounded_terms=rss).passed
