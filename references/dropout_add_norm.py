@@ -14,7 +14,8 @@ Two ways to call it:
   own mask through here (``harness.random_checks``), in the input dtype for eager and in float64
   for the oracle.
 
-p = 0 without a mask is F.dropout's identity: the deterministic op, exactly.
+p = 0 without a mask is the deterministic op, exactly: F.dropout's identity, and with
+``return_mask`` an all-True mask (not ``torch.native_dropout``'s, which on CUDA can drop at p = 0).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def dropout_add_norm(
     if mask is not None:
         keep = mask.to(device=h.device, dtype=torch.bool)
         dropped = h * keep.to(h.dtype) * dropout_scale(p)
+    elif return_mask and p == 0:
+        # torch.native_dropout on CUDA is not the identity at p = 0: its uniform draw can be exactly
+        # 1.0, which it drops (the H100 nightly saw one element in ~1e6 dropped). p = 0 is the
+        # deterministic op by definition, mask and all.
+        dropped, keep = h, torch.ones_like(h, dtype=torch.bool)
     elif return_mask:
         dropped, keep = torch.native_dropout(h, p, True)
     else:
