@@ -437,7 +437,16 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     return (out, lse, m, l, out_lo) if save_stats else (out, lse)
 
 
+# Triton 3.6 miscompiles the backward kernel for an operand whose last dimension is strided: on the
+# H100, bf16, head_dim 32, v permuted so that its head_dim stride is not 1, compute-sanitizer
+# reported an out-of-bounds shared-memory read (2048 bytes) in _attn_bwd_kernel, every run. The
+# backward therefore takes such operands as contiguous copies (the forward reads them as they are).
+_UNIT_INNER_STRIDE_BACKWARD = True
+
+
 def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float):
+    if _UNIT_INNER_STRIDE_BACKWARD:
+        q, k, v, dout = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v, dout))
     batch, heads, seq, head_dim = q.shape
     dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
     if dq.numel() == 0:
