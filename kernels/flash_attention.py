@@ -415,6 +415,27 @@ def _attn_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
+# A dimension of size 1 may have any stride, and PyTorch often gives it 1 (a (1, 1, 1, 32) tensor
+# made by permuting a (32, 1, 1, 1) one has strides (1, 1, 1, 1)). Triton specialises a stride of 1
+# as a constant, and with both the seq and head_dim strides 1 it miscompiled the backward: on the
+# H100 (Triton 3.6; bf16, head_dim 32, seq 1) compute-sanitizer found an out-of-bounds
+# shared-memory read of 2048 bytes in _attn_bwd_kernel, on every run. The launchers pass such
+# dimensions the stride a contiguous tensor would have; only index 0 is ever read there, so no
+# address a kernel uses changes.
+_CANONICAL_SIZE1_STRIDES = True
+
+
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """t's strides for a launch, size-1 dimensions given their contiguous stride (above)."""
+    if not _CANONICAL_SIZE1_STRIDES:
+        return tuple(t.stride())
+    strides, contiguous = [], 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        strides.append(stride if size != 1 else contiguous)
+        contiguous *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     """(out, lse), plus (m, l, out_lo) when ``save_stats``: each row's raw-score maximum and softmax
     denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``), and the
@@ -429,7 +450,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
         grid = (triton.cdiv(seq, config.block_m), batch * heads)
         with _rows.launch_guard(q):
             _attn_fwd_kernel[grid](
-                q, k, v, out, out_lo, lse, m, l, *q.stride(), *k.stride(), *v.stride(),
+                q, k, v, out, out_lo, lse, m, l, *_strides(q), *_strides(k), *_strides(v),
                 heads, seq, scale, scale * _LOG2E,
                 HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
                 SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages,
@@ -437,16 +458,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     return (out, lse, m, l, out_lo) if save_stats else (out, lse)
 
 
-# Triton 3.6 miscompiles the backward kernel for an operand whose last dimension is strided: on the
-# H100, bf16, head_dim 32, v permuted so that its head_dim stride is not 1, compute-sanitizer
-# reported an out-of-bounds shared-memory read (2048 bytes) in _attn_bwd_kernel, every run. The
-# backward therefore takes such operands as contiguous copies (the forward reads them as they are).
-_UNIT_INNER_STRIDE_BACKWARD = True
-
-
 def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float):
-    if _UNIT_INNER_STRIDE_BACKWARD:
-        q, k, v, dout = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v, dout))
     batch, heads, seq, head_dim = q.shape
     dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
     if dq.numel() == 0:
@@ -454,16 +466,16 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
     config = _bwd_config(head_dim)
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     dlse_arg = dlse if dlse is not None else delta  # never read when HAS_DLSE is false
-    dlse_strides = dlse.stride() if dlse is not None else (0, 0, 0)
+    dlse_strides = _strides(dlse) if dlse is not None else (0, 0, 0)
     with _rows.launch_guard(q):
         _bwd_delta_kernel[(triton.cdiv(seq, config.block_m2), batch * heads)](
-            out, out_lo, dout, dlse_arg, delta, *dout.stride(), *dlse_strides, heads, seq,
+            out, out_lo, dout, dlse_arg, delta, *_strides(dout), *dlse_strides, heads, seq,
             HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None,
             num_warps=config.num_warps,
         )
         _attn_bwd_kernel[(triton.cdiv(seq, config.block_n1), batch * heads)](
             q, k, v, dout, m, l, delta, dq, dk, dv,
-            *q.stride(), *k.stride(), *v.stride(), *dout.stride(),
+            *_strides(q), *_strides(k), *_strides(v), *_strides(dout),
             heads, seq, scale, scale * _LOG2E,
             HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1,
             BLOCK_M2=config.block_m2, BLOCK_N2=config.block_n2, CAUSAL=causal,
