@@ -16,6 +16,9 @@
 #                                                     rms_norm; STEP_TIMEOUT each)
 #   bash benchmarks/gpu_run.sh spread                 pytest -n 4 (ci profile) on every visible GPU: the
 #                                                     log's device summary shows the workers' spread
+#   bash benchmarks/gpu_run.sh sanitize [REPRO...]    each repro script (default: those under .harness/repros
+#                                                     that report a CUDA error) under compute-sanitizer's
+#                                                     memcheck, one report each in $OUT/sanitizer/ (STEP_TIMEOUT each)
 # Time limits per step keep each call inside the device's 10-minute command limit: override with
 # STEP_TIMEOUT. Failing cases write repro scripts to .harness/repros; verify brings them back as
 # $OUT/repros.tgz even when the run is cut off.
@@ -79,8 +82,29 @@ case "$mode" in
     timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -n 4 -q -p no:cacheprovider -p no:benchmark tests/test_kernels.py "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
     ;;
+  sanitize)
+    # An illegal memory access says nothing of where; memcheck names the kernel, the source line and
+    # the address (it found attention's out-of-bounds shared read on the H100). Repro scripts from a
+    # verify call come back in repros.tgz: unpack it at the repository root first.
+    sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+    if [ -z "$sanitizer" ]; then
+      echo "no compute-sanitizer on this machine" >> "$log"
+      exit 1
+    fi
+    scripts=("$@")
+    if [ ${#scripts[@]} -eq 0 ]; then
+      mapfile -t scripts < <(grep -l "CUDA error" .harness/repros/*.py 2>/dev/null)
+    fi
+    mkdir -p "$OUT/sanitizer"
+    for script in "${scripts[@]}"; do
+      report="$OUT/sanitizer/$(basename "$script" .py).txt"
+      timeout "${STEP_TIMEOUT:-150}" "$sanitizer" --tool memcheck --print-limit 10 python3 "$script" > "$report" 2>&1
+      echo "$script: rc=$? $(grep -m1 -E 'Invalid|ERROR SUMMARY' "$report")" >> "$log"
+    done
+    [ ${#scripts[@]} -eq 0 ] && echo "no repro script to sanitize" >> "$log"
+    ;;
   *)
-    echo "unknown mode $mode (verify, verify-each, bench, gate, tune, spread)" >&2
+    echo "unknown mode $mode (verify, verify-each, bench, gate, tune, spread, sanitize)" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,32 @@
+"""flash_attention's launchers give size-1 dimensions the stride a contiguous tensor would have.
+
+PyTorch often gives a size-1 dimension stride 1 (a permuted (32, 1, 1, 1) tensor is (1, 1, 1, 32)
+with strides (1, 1, 1, 1)); Triton specialises a stride of 1 as a constant, and Triton 3.6
+miscompiled attention's backward for such a v on the H100 (an out-of-bounds shared read that
+compute-sanitizer located). Only index 0 of a size-1 dimension is ever read, so the canonical
+stride changes no address the kernels use.
+"""
+
+import itertools
+
+import torch
+
+from kernels.flash_attention import _strides
+
+
+def test_size_one_dimensions_get_the_contiguous_stride_and_the_others_keep_theirs():
+    degenerate = torch.empty(32, 1, 1, 1).permute(3, 1, 2, 0)
+    assert degenerate.stride() == (1, 1, 1, 1)
+    assert _strides(degenerate) == (32, 32, 32, 1)
+    transposed = torch.empty(2, 1, 5, 16).transpose(1, 2)  # (2, 5, 1, 16), strides (80, 16, 80, 1)
+    assert _strides(transposed) == (80, 16, 16, 1)
+    strided = torch.empty(3, 4, 6, 64)[:, :, ::2, ::2]  # no size-1 dimension: unchanged
+    assert _strides(strided) == strided.stride()
+
+
+def test_canonical_strides_address_the_same_elements():
+    for t in (torch.empty(2, 1, 5, 16).transpose(1, 2), torch.empty(32, 1, 1, 1).permute(3, 1, 2, 0),
+              torch.empty(1, 3, 1, 16)):
+        launch = _strides(t)
+        for index in itertools.product(*(range(n) for n in t.shape)):
+            assert sum(i * s for i, s in zip(index, launch)) == sum(i * s for i, s in zip(index, t.stride()))
