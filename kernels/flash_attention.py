@@ -25,8 +25,7 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     residual (``out_fp32 - out``, in the input dtype; together they carry O to about twice the
     dtype's precision). FlashAttention-2 takes D from the stored output, and that rounding moves
     D, and with it every element of a row of dQ along ``(P K)_i``: the H100 nightly found that
-    error at 4.07x (fp16, v of mixed row scales, where an ulp of O is 16) and 4.24x (bf16)
-    eager's envelope. The residual costs one more output-sized write in a forward that records
+    error at 4.07x eager's envelope (fp16, v of mixed row scales, where an ulp of O is 16). The residual costs one more output-sized write in a forward that records
     a graph, one more read in the backward, and one output-sized tensor of saved memory;
  2. one launch whose program ``(i, batch x head)`` does two independent jobs: it accumulates
     dK and dV for key block i by looping over the query blocks that see it (recomputing
@@ -421,7 +420,8 @@ def _attn_bwd_kernel(
 # H100 (Triton 3.6; bf16, head_dim 32, seq 1) compute-sanitizer found an out-of-bounds
 # shared-memory read of 2048 bytes in _attn_bwd_kernel, on every run. The launchers pass such
 # dimensions the stride a contiguous tensor would have; only index 0 is ever read there, so no
-# address a kernel uses changes.
+# address a kernel uses changes. (A switch, so that a device probe can run both ways:
+# benchmarks/results/2026-11-24-h100/call7/probe_flash_stride.py.)
 _CANONICAL_SIZE1_STRIDES = True
 
 
