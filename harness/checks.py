@@ -232,21 +232,22 @@ def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs)
     a gradient whose terms pass through intermediates of two precisions (an fp32 accumulator and
     a product rounded to the 16-bit dtype) weighs each path by its own ulp.
     """
-    hook = spec.gradient_term_magnitudes
+    return _gradient_hook(spec.gradient_term_magnitudes, prepared, grad_outputs)
+
+
+def gradient_rounded_terms(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
+    """The spec's root-sum-square of rounded terms of each gradient, in fp64 ({} if none)."""
+    return _gradient_hook(spec.gradient_rounded_terms, prepared, grad_outputs)
+
+
+def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
+    """Call a gradient hook like the reference, on fp64 copies of the inputs and grad_outputs (and
+    the case's dtype, if it takes one)."""
     if hook is None:
         return {}
     outs = [g.detach().to(torch.float64) for g in grad_outputs]
     extra = {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(hook, "dtype") else {}
     return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **extra))
-
-
-def gradient_rounded_terms(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
-    """The spec's root-sum-square of rounded terms of each gradient, in fp64 ({} if none)."""
-    hook = spec.gradient_rounded_terms
-    if hook is None:
-        return {}
-    outs = [g.detach().to(torch.float64) for g in grad_outputs]
-    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs))
 
 
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:

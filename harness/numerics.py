@@ -73,8 +73,8 @@ must sit exactly where eager has them, with three exceptions, all where the orac
   right answer (a seeded CPU run: fp16 LayerNorm backward on a zero-variance row, oracle 1.14e6,
   kernel +inf, eager NaN);
 * eager is not finite, nor the rounding of the oracle's value, and neither is the kernel, of
-  whatever kind: eager's error there is
-  unbounded, so the budget (a multiple of it) holds no kernel to a particular NaN or infinity.
+  whatever kind: eager's error there is unbounded, so the budget (a multiple of it) holds no
+  kernel to a particular NaN or infinity.
   The H100 nightly found why this must be so: fp16 dropout-add-LayerNorm, eps 1e-12, a row whose
   sum ``s`` rounds to a constant in fp16 (its spread is below an ulp), so the op as defined in
   fp16 has rstd 1e6 and gradients past fp16's range, while the exact oracle, which never rounds

@@ -64,7 +64,7 @@ import torch
 
 from harness.case import Case
 from harness.checks import CHECK_FUNCTIONS, CheckResult, Fn, _same_bits, as_outputs, check_forward, prepare
-from harness.spec import KernelSpec, takes_keyword
+from harness.spec import TERM_HOOKS, KernelSpec, takes_keyword
 
 ALPHA = 1e-6  # false-alarm probability of one dropout-check example (union bound over its tests)
 SEEDS = 3  # masks drawn per example: the case's seed and two more
@@ -184,7 +184,7 @@ def replaying(spec: KernelSpec, fn: Fn, case: Case, device) -> KernelSpec:
     mask = kernel_mask(spec, fn, case, device)
     with_mask = {spec.random.reference_mask: mask}
     hooks = {hook: functools.partial(getattr(spec, hook), **with_mask)
-             for hook in ("term_magnitudes", "gradient_term_magnitudes")
+             for hook in TERM_HOOKS
              if getattr(spec, hook) is not None
              and takes_keyword(getattr(spec, hook), spec.random.reference_mask)}
     return replace(spec, reference=functools.partial(spec.reference, **with_mask), **hooks)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -23,7 +24,7 @@ from hypothesis import given, seed, settings
 
 from harness.case import Case
 from harness.checks import CheckResult, case_dtype_for, run_check
-from harness.device import on_gpu
+from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
 from harness.repro import write_repro
 from harness.spec import KernelSpec
@@ -31,17 +32,8 @@ from harness.strategies import cases
 
 CONTRACT_EXAMPLES = 3  # each contract example already makes a dozen bad calls
 
-# CUDA errors after which the context is unusable (every later call raises them too).
-_STICKY_CUDA_ERRORS = ("illegal memory access", "misaligned address", "device-side assert",
-                       "unspecified launch failure", "illegal instruction")
 STICKY_NOTE = ("this CUDA error leaves the process's context unusable, so every later case fails the "
                "same way: the case above is the first that raised it, not a shrunk one")
-
-
-def is_sticky_cuda_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or a cause of it) is a CUDA error that poisons the context."""
-    text = describe_exception(exc)
-    return "CUDA" in text and any(marker in text for marker in _STICKY_CUDA_ERRORS)
 
 
 class CheckFailure(AssertionError):
@@ -89,6 +81,8 @@ class PropertyRun:
     seconds: float = 0.0
     scores: list[float] = field(default_factory=list)
     first_fault: tuple[Case, CheckResult] | None = None  # the case that poisoned the CUDA context
+    # After a crash: None while the device still works, else its error (harness.device)
+    context_probe: Callable[[torch.device], str | None] = lost_context
 
     @property
     def label(self) -> str:
@@ -128,7 +122,7 @@ class PropertyRun:
                 result = run_check(self.spec, fn, self.check, case, self.device)
             except Exception as exc:  # noqa: BLE001 - a crash on a case is a failure of that case
                 result = CheckResult(self.check, False, problems=[describe_exception(exc)])
-                if is_sticky_cuda_error(exc):
+                if self.context_probe(self.device) is not None:
                     result.problems.append(STICKY_NOTE)
                     self.first_fault = (case, result)
             self._record(result)

@@ -385,7 +385,7 @@ def _validate(spec: KernelSpec) -> None:
             fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
     if spec.term_precision is not None and spec.term_precision not in FLOAT_DTYPES:
         fail("term_precision", f"must be one of {FLOAT_DTYPES} or None, got {spec.term_precision!r}")
-    for hook in ("term_magnitudes", "gradient_term_magnitudes", "gradient_rounded_terms"):
+    for hook in TERM_HOOKS:
         if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
             fail(hook, f"must be callable, got {type(getattr(spec, hook)).__name__}")
     if spec.random is not None:
@@ -410,6 +410,11 @@ def _validate(spec: KernelSpec) -> None:
                 fail("perf.shapes", f"shape {dict(shape.dims)} lacks dims {missing}")
             if shape.dtype not in spec.dtypes:
                 fail("perf.shapes", f"dtype {shape.dtype!r} is not among the spec's dtypes {spec.dtypes}")
+
+
+# The spec hooks that size the error budget from the inputs (validated alike; a random spec's are
+# handed the replayed keep-mask alike).
+TERM_HOOKS = ("term_magnitudes", "gradient_term_magnitudes", "gradient_rounded_terms")
 
 
 def takes_keyword(hook: Callable[..., Any], name: str) -> bool:

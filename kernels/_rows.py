@@ -240,6 +240,25 @@ def scale(e, factor):
         return e * factor
 
 
+def launch_strides(t: torch.Tensor) -> tuple[int, ...]:
+    """t's strides for a kernel launch, each size-1 dimension given the stride a contiguous tensor
+    would have.
+
+    A size-1 dimension may have any stride, and PyTorch often gives it 1 (a (1, 1, 1, 32) tensor
+    made by permuting a (32, 1, 1, 1) one has strides (1, 1, 1, 1)). Triton specialises a stride
+    of 1 as a constant, and with attention's seq and head_dim strides both 1 Triton 3.6
+    miscompiled its backward: on the H100 (bf16, head_dim 32, seq 1) compute-sanitizer found an
+    out-of-bounds shared-memory read in the kernel, on every run. Only index 0 of a size-1
+    dimension is read, so no address a kernel uses changes. (flash_attention passes its strides
+    through this; the other kernels' launches could too.)
+    """
+    strides, contiguous = [], 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        strides.append(stride if size != 1 else contiguous)
+        contiguous *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 _SAME_DEVICE = contextlib.nullcontext()
 
 

@@ -23,7 +23,7 @@ Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than th
 fp32 inputs take no ``tl.dot`` at all (``EXACT``): IEEE fp32 ``tl.dot`` is one running FMA sum per
 output, and on the H100 the backward's sum over 62 terms was 11 ulp off where eager's bmm was 3,
 the forward's over 251 columns 3.1x eager's error; partial sums of 16 terms still scored 4.12
-against the budget of 4 (and Triton 3.6 would not compile a batched fp64 ``tl.dot``). Instead the
+against the budget of 4 (and Triton 3.6 compiles no fp64 ``tl.dot``, 2-D or batched). Instead the
 Gram matrix is a sum of outer products of Z's columns, and dZ a sum over k of outer products of
 ``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64: the products of fp32 values are exact
 in fp64, so each output is rounded once, from a sum good to about 2^-50. ``ddense`` adds

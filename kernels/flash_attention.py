@@ -414,26 +414,10 @@ def _attn_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-# A dimension of size 1 may have any stride, and PyTorch often gives it 1 (a (1, 1, 1, 32) tensor
-# made by permuting a (32, 1, 1, 1) one has strides (1, 1, 1, 1)). Triton specialises a stride of 1
-# as a constant, and with both the seq and head_dim strides 1 it miscompiled the backward: on the
-# H100 (Triton 3.6; bf16, head_dim 32, seq 1) compute-sanitizer found an out-of-bounds
-# shared-memory read of 2048 bytes in _attn_bwd_kernel, on every run. The launchers pass such
-# dimensions the stride a contiguous tensor would have; only index 0 is ever read there, so no
-# address a kernel uses changes. (A switch, so that a device probe can run both ways:
-# benchmarks/results/2026-11-24-h100/call7/probe_flash_stride.py.)
-_CANONICAL_SIZE1_STRIDES = True
-
-
-def _strides(t: torch.Tensor) -> tuple[int, ...]:
-    """t's strides for a launch, size-1 dimensions given their contiguous stride (above)."""
-    if not _CANONICAL_SIZE1_STRIDES:
-        return tuple(t.stride())
-    strides, contiguous = [], 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
-        strides.append(stride if size != 1 else contiguous)
-        contiguous *= max(size, 1)
-    return tuple(reversed(strides))
+def _launch_strides(*tensors: torch.Tensor) -> tuple[int, ...]:
+    """The tensors' strides, one after another, as launches take them (``_rows.launch_strides``:
+    size-1 dimensions get their contiguous stride, which Triton 3.6 needed here)."""
+    return tuple(s for t in tensors for s in _rows.launch_strides(t))
 
 
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
@@ -450,7 +434,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
         grid = (triton.cdiv(seq, config.block_m), batch * heads)
         with _rows.launch_guard(q):
             _attn_fwd_kernel[grid](
-                q, k, v, out, out_lo, lse, m, l, *_strides(q), *_strides(k), *_strides(v),
+                q, k, v, out, out_lo, lse, m, l, *_launch_strides(q, k, v),
                 heads, seq, scale, scale * _LOG2E,
                 HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
                 SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages,
@@ -466,16 +450,16 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
     config = _bwd_config(head_dim)
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     dlse_arg = dlse if dlse is not None else delta  # never read when HAS_DLSE is false
-    dlse_strides = _strides(dlse) if dlse is not None else (0, 0, 0)
+    dlse_strides = _rows.launch_strides(dlse) if dlse is not None else (0, 0, 0)
     with _rows.launch_guard(q):
         _bwd_delta_kernel[(triton.cdiv(seq, config.block_m2), batch * heads)](
-            out, out_lo, dout, dlse_arg, delta, *_strides(dout), *dlse_strides, heads, seq,
+            out, out_lo, dout, dlse_arg, delta, *_rows.launch_strides(dout), *dlse_strides, heads, seq,
             HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None,
             num_warps=config.num_warps,
         )
         _attn_bwd_kernel[(triton.cdiv(seq, config.block_n1), batch * heads)](
             q, k, v, dout, m, l, delta, dq, dk, dv,
-            *_strides(q), *_strides(k), *_strides(v), *_strides(dout),
+            *_launch_strides(q, k, v, dout),
             heads, seq, scale, scale * _LOG2E,
             HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1,
             BLOCK_M2=config.block_m2, BLOCK_N2=config.block_n2, CAUSAL=causal,

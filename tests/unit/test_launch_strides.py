@@ -1,4 +1,4 @@
-"""flash_attention's launchers give size-1 dimensions the stride a contiguous tensor would have.
+"""Kernel launches (flash_attention's) give size-1 dimensions the stride a contiguous tensor would have.
 
 PyTorch often gives a size-1 dimension stride 1 (a permuted (32, 1, 1, 1) tensor is (1, 1, 1, 32)
 with strides (1, 1, 1, 1)); Triton specialises a stride of 1 as a constant, and Triton 3.6
@@ -11,7 +11,7 @@ import itertools
 
 import torch
 
-from kernels.flash_attention import _strides
+from kernels._rows import launch_strides as _strides
 
 
 def test_size_one_dimensions_get_the_contiguous_stride_and_the_others_keep_theirs():
