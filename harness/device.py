@@ -43,6 +43,22 @@ def select_device(worker_id: str | None = None) -> torch.device:
     return _selected
 
 
+def share_cpu(processes: int) -> int:
+    """Give this process its share of the CPU's cores for torch's host-side threads; returns it.
+
+    Each of ``processes`` processes working side by side (xdist workers, nightly's verification
+    workers) would otherwise start a thread per core for every host op (the dropout check's mask
+    statistics, the interpreter's reductions): 16 workers on 16 cores ran 256 threads, and host
+    work that takes milliseconds alone took seconds. Leaves the count alone for one process.
+    """
+    if processes <= 1:
+        return torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = max(1, cores // processes)
+    torch.set_num_threads(share)
+    return share
+
+
 def current_device() -> torch.device:
     return _selected if _selected is not None else select_device(os.environ.get("PYTEST_XDIST_WORKER"))
 

@@ -2,7 +2,8 @@
 
 ``harness nightly`` on a GPU runner spends most of its time compiling (Triton variants of the
 kernels, ``torch.compile`` of the references) and running references on the host, both of which
-use one CPU core per process. ``run_tasks`` runs picklable tasks in ``jobs`` worker processes
+use one CPU core per process (``harness.device.share_cpu`` caps torch's host threads at each
+worker's share of the cores). ``run_tasks`` runs picklable tasks in ``jobs`` worker processes
 instead (started with ``spawn``, so CUDA is initialised in each worker, never inherited). Worker
 ``i`` pins GPU ``i mod count``, as xdist workers do under the pytest plugin, so
 ``CUDA_VISIBLE_DEVICES`` is honoured and several GPUs share the work. Without a GPU the workers run
@@ -26,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.device import share_cpu
 from harness.errors import describe_exception
 from harness.results import FAILED, SKIPPED, UNFINISHED_PREFIX, Outcome
 
@@ -133,7 +135,7 @@ def _interrupt_on_sigterm(signum, frame) -> None:
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
-def _worker_main(slot: int, conn) -> None:
+def _worker_main(slot: int, conn, processes: int = 1) -> None:
     """A worker's loop: receive (position, task) over its pipe, run it, send (position, result)
     back; stop at ``None`` or when the pipe closes. Sends are synchronous, so a result is in the
     pipe before the next task starts. A task that raises gets ``task.crashed`` as its result.
@@ -141,6 +143,7 @@ def _worker_main(slot: int, conn) -> None:
     extension build's, is released rather than left for every later process to wait on."""
     global _worker_index
     _worker_index = slot
+    share_cpu(processes)
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         while (item := conn.recv()) is not None:
@@ -220,7 +223,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
 
     def start(slot: int) -> None:
         parent_end, child_end = context.Pipe(duplex=True)
-        process = context.Process(target=_worker_main, args=(slot, child_end), daemon=True,
+        process = context.Process(target=_worker_main, args=(slot, child_end, min(jobs, len(tasks))), daemon=True,
                                   name=f"harness-worker-{slot}")
         process.start()
         child_end.close()  # the worker holds the only other end: its death reads as EOF

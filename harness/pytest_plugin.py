@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from harness import profiles
-from harness.device import ContextWatch, configure_backend, describe, select_device
+from harness.device import ContextWatch, configure_backend, describe, select_device, share_cpu
 from harness.gpu_lock import gpu_lock
 from harness.registry import load_specs, select
 from harness.runner import CheckFailure, PropertyRun, property_runs, skip_reason
@@ -41,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
     config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
+    share_cpu(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     config._harness_watch = ContextWatch()  # type: ignore[attr-defined]
     seed = config.getoption("--harness-seed")
     config._harness_seed = seed if seed is not None else profiles.seed_from_env()  # type: ignore[attr-defined]

@@ -25,6 +25,18 @@ def test_workers_spread_round_robin_over_visible_gpus(monkeypatch):
     monkeypatch.setattr(device, "_selected", None)
 
 
+def test_side_by_side_processes_share_the_cores_for_host_threads(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    before = torch.get_num_threads()
+    try:
+        assert device.share_cpu(4) == 4 and torch.get_num_threads() == 4
+        assert device.share_cpu(64) == 1 and torch.get_num_threads() == 1
+        torch.set_num_threads(3)
+        assert device.share_cpu(1) == 3  # one process keeps torch's own count
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_atomic_write_replaces_whole_files_and_leaves_no_temporaries(tmp_path):
     target = tmp_path / "sub" / "results.json"
     atomic_write_text(target, "first")
