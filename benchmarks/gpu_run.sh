@@ -3,7 +3,7 @@
 # hypothesis, pytest, pytest-xdist, jinja2, matplotlib (and scipy); no network. Writes under $OUT
 # (default ./out), one log per mode. PROFILE (default nightly) picks the verification profile.
 #
-#   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n 16 with the nightly profile, faults included
+#   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n JOBS (16) with the nightly profile, faults included
 #                                                     (TESTS overrides the test files)
 #   bash benchmarks/gpu_run.sh verify-each KERNEL...  the same, one pytest per kernel with its own time limit
 #                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
@@ -40,7 +40,7 @@ case "$mode" in
   verify)
     # -v: one PASSED/FAILED line per test as it ends, so a run cut off by its limit still says
     # which tests passed; SIGINT (not TERM) lets pytest print its summary and durations then.
-    HARNESS_PROFILE=${PROFILE:-nightly} timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -n 16 -v -p no:cacheprovider -p no:benchmark \
+    HARNESS_PROFILE=${PROFILE:-nightly} timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -n "${JOBS:-16}" -v -p no:cacheprovider -p no:benchmark \
       --durations=20 ${TESTS:-tests/test_kernels.py tests/test_faults.py} "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
