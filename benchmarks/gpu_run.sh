@@ -5,6 +5,10 @@
 #
 #   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n JOBS (16) with the nightly profile, faults included
 #                                                     (TESTS overrides the test files)
+#   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS as SHARDS (8) pytest processes side by side, each
+#                                                     drawing EXAMPLES (150) / SHARDS examples from its own seed
+#                                                     (HARNESS_SEED = shard number + SEED_BASE): the nightly count for a
+#                                                     property that compiles too many variants to finish in one process
 #   bash benchmarks/gpu_run.sh verify-each KERNEL...  the same, one pytest per kernel with its own time limit
 #                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
 #   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification in JOBS
@@ -43,6 +47,25 @@ case "$mode" in
     HARNESS_PROFILE=${PROFILE:-nightly} timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -n "${JOBS:-16}" -v -p no:cacheprovider -p no:benchmark \
       --durations=20 ${TESTS:-tests/test_kernels.py tests/test_faults.py} "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
+    [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
+    ;;
+  verify-shards)
+    shards=${SHARDS:-8}
+    per_shard=$(( (${EXAMPLES:-150} + shards - 1) / shards ))
+    mkdir -p "$OUT/shards"
+    echo "${SHARDS:-8} shards of $per_shard examples per test" >> "$log"
+    for test in ${TESTS:?verify-shards needs TESTS}; do
+      name=$(echo "$test" | sed 's/.*\[\(.*\)\]/\1/')
+      for shard in $(seq 1 "$shards"); do
+        HARNESS_PROFILE=${PROFILE:-nightly} HARNESS_SEED=$(( shard + ${SEED_BASE:-0} )) HARNESS_MAX_EXAMPLES=$per_shard \
+          timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -p no:xdist -p no:cacheprovider -p no:benchmark -q \
+          "$test" > "$OUT/shards/$name-$shard.txt" 2>&1 &
+      done
+    done
+    wait
+    for file in "$OUT"/shards/*.txt; do
+      echo "$(basename "$file" .txt): $(grep -E '(passed|failed|error)' "$file" | tail -1)" >> "$log"
+    done
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     ;;
   verify-each)
@@ -104,7 +127,7 @@ case "$mode" in
     [ ${#scripts[@]} -eq 0 ] && echo "no repro script to sanitize" >> "$log"
     ;;
   *)
-    echo "unknown mode $mode (verify, verify-each, bench, gate, tune, spread, sanitize)" >&2
+    echo "unknown mode $mode (verify, verify-shards, verify-each, bench, gate, tune, spread, sanitize)" >&2
     exit 2
     ;;
 esac

@@ -3,6 +3,10 @@
 The active profile comes from ``--hypothesis-profile`` or the ``HARNESS_PROFILE`` environment
 variable, ``ci`` by default. ``ci`` is derandomized: the same code gives the same cases on every run,
 so a red CI is never a coin toss; ``HARNESS_SEED`` (or ``--harness-seed``) draws other cases.
+``HARNESS_MAX_EXAMPLES`` overrides the profile's example count: with it, one property's examples
+can be split over processes that each draw from their own seed (``gpu_run.sh verify-shards``: on a
+GPU a property's time goes into compiling new kernel variants, one process at a time, while the
+other cores idle).
 """
 
 from __future__ import annotations
@@ -32,12 +36,31 @@ settings.register_profile(
 
 
 def load(name: str | None = None) -> str:
-    """Activate a profile by name (default: $HARNESS_PROFILE or ``ci``); returns its name."""
+    """Activate a profile by name (default: $HARNESS_PROFILE or ``ci``), with
+    $HARNESS_MAX_EXAMPLES examples when that is set; returns the profile's name."""
     chosen = name or os.environ.get("HARNESS_PROFILE") or "ci"
     if chosen not in PROFILES:
         raise ValueError(f"unknown harness profile {chosen!r}; expected one of {PROFILES}")
-    settings.load_profile(chosen)
+    examples = max_examples_from_env()
+    if examples is None:
+        settings.load_profile(chosen)
+    else:
+        settings.register_profile(f"{chosen}-{examples}", settings.get_profile(chosen), max_examples=examples)
+        settings.load_profile(f"{chosen}-{examples}")
     return chosen
+
+
+def max_examples_from_env() -> int | None:
+    raw = os.environ.get("HARNESS_MAX_EXAMPLES")
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"HARNESS_MAX_EXAMPLES must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"HARNESS_MAX_EXAMPLES must be a positive integer, got {raw!r}")
+    return value
 
 
 def seed_from_env() -> int | None:

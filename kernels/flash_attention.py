@@ -420,10 +420,19 @@ def _launch_strides(*tensors: torch.Tensor) -> tuple[int, ...]:
     return tuple(s for t in tensors for s in _rows.launch_strides(t))
 
 
+def _unit_inner(t: torch.Tensor) -> torch.Tensor:
+    """``t`` itself when its head_dim stride is 1, else a contiguous copy (as sdpa makes). The
+    kernels take any other stride, but on the H100 Triton 3.6 compiled the backward for head_dim
+    strides of 0 (a broadcast q, k or grad) into an out-of-bounds shared-memory read (an illegal
+    access in the nightly run); a unit inner stride is also what vectorised loads need."""
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     """(out, lse), plus (m, l, out_lo) when ``save_stats``: each row's raw-score maximum and softmax
     denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``), and the
     output's rounding residual (fp32 output minus the stored one, in q's dtype) for its D."""
+    q, k, v = (_unit_inner(t) for t in (q, k, v))
     batch, heads, seq, head_dim = q.shape
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
@@ -443,6 +452,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
 
 
 def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float):
+    q, k, v, dout = (_unit_inner(t) for t in (q, k, v, dout))  # q, k, v: as the forward left them
     batch, heads, seq, head_dim = q.shape
     dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
     if dq.numel() == 0:
@@ -471,6 +481,7 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
 class _FlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal: bool, scale: float):
+        q, k, v = (_unit_inner(t) for t in (q, k, v))  # saved so, for the backward not to copy again
         out, lse, m, l, out_lo = _forward(q, k, v, causal, scale, save_stats=True)
         ctx.save_for_backward(q, k, v, out, out_lo, m, l)
         ctx.causal, ctx.scale = causal, scale
@@ -520,7 +531,8 @@ def flash_attention(
     """Scaled dot-product attention and the log-sum-exp of its scores, FlashAttention-2 style.
 
     q, k, v: (batch, heads, seq, head_dim), one dtype (float16 or bfloat16), one device, any
-    strides; head_dim one of 16, 32, 64, 128. ``causal``: query i attends to keys j <= i.
+    strides (an operand whose head_dim stride is not 1 is copied first); head_dim one of 16, 32,
+    64, 128. ``causal``: query i attends to keys j <= i.
     ``scale``: the factor on q k^T (default 1/sqrt(head_dim)); positive and finite.
 
     Returns ``(out, lse)``: out ``softmax(q k^T * scale) v`` (contiguous, q's dtype) and lse
