@@ -31,7 +31,7 @@ def _launch(dense, sparse, block_b: int, warps: int) -> torch.Tensor:
     batch, dim = dense.shape
     t = sparse.shape[1] + 1
     out = torch.empty((batch, dim + t * (t - 1) // 2), dtype=dense.dtype, device=dense.device)
-    _, block_t, block_d = dlrm.gpu_blocks(sparse.shape[1], dim, dense.dtype)
+    _, block_t, block_d, _ = dlrm.gpu_launch(sparse.shape[1], dim, dense.dtype, "forward")
     dlrm._interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
         dense, sparse, out, batch, sparse.shape[1], dim, out.shape[1], *dense.stride(), *sparse.stride(),
         BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d), EXACT=False,
@@ -70,7 +70,7 @@ def tune_shape(batch: int, features: int, dim: int, dtype: torch.dtype, plan: Ti
     for k, v in sorted(medians.items(), key=lambda kv: kv[1]):
         print(f"   {k:16s} {v:.4f} ms {moved / v / 1e6:7.0f} GB/s")
     return {"shape": [batch, features, dim], "dtype": str(dtype), "bytes": moved, "copy_GBps": copy_gbs,
-            "production_tiles": list(dlrm.gpu_blocks(features, dim, dtype)), "median_ms": medians, "wrong": wrong}
+            "production_launch": list(dlrm.gpu_launch(features, dim, dtype, "forward")), "median_ms": medians, "wrong": wrong}
 
 
 def main(path: str) -> None:

@@ -71,16 +71,34 @@ _INTERPRETING = interpreting()
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
+# The 16-bit forward at up to 32 rows of Z: 2 samples a program at 2 warps. The H100 sweep
+# (benchmarks/tune_dlrm.py; results/2026-11-24-h100-2/call3) had it fastest at 65536 x 26 x
+# {128, 64, 16}: 0.2012 / 0.1127 / 0.0573 ms against 0.2244 / 0.1165 / 0.0623 for the shared tile
+# at 4 warps (77.1% -> 86.0% of copy bandwidth at dim 128), and within 1% of the best at 8192 x 26
+# x 128. The backward keeps the shared tile (not swept).
+_GPU_FWD16_BLOCK_B = 2
+_GPU_FWD16_WARPS = 2
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 
 
-def _blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
-    """(BLOCK_B, BLOCK_T, BLOCK_D) on the current backend."""
+def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
+    """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` on the current backend."""
     if _INTERPRETING:
         block_t = max(16, triton.next_power_of_2(features + 1))
-        return _INTERPRETER_BLOCK_B, block_t, min(max(16, triton.next_power_of_2(dim)), _INTERPRETER_BLOCK_D)
-    return gpu_blocks(features, dim, dtype)
+        return _INTERPRETER_BLOCK_B, block_t, min(max(16, triton.next_power_of_2(dim)), _INTERPRETER_BLOCK_D), 4
+    return gpu_launch(features, dim, dtype, kernel)
+
+
+def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
+    """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` ("forward" or "backward") on a GPU:
+    the shared tile (``gpu_blocks``, ``num_warps``), but for the 16-bit forward's own (above)."""
+    block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
+    if kernel == "forward" and dtype != torch.float32 and block_t <= 32:
+        return min(block_b, _GPU_FWD16_BLOCK_B), block_t, block_d, _GPU_FWD16_WARPS
+    if kernel not in ("forward", "backward"):
+        raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
+    return block_b, block_t, block_d, num_warps(block_t, dtype)
 
 
 def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
@@ -100,7 +118,7 @@ def num_warps(block_t: int, dtype: torch.dtype) -> int:
 
 def block_boundaries() -> tuple[int, ...]:
     """Batch sizes where the tiling changes on the current backend (for test shapes)."""
-    return (_INTERPRETER_BLOCK_B,) if _INTERPRETING else (_GPU_MAX_BLOCK_B,)
+    return (_INTERPRETER_BLOCK_B,) if _INTERPRETING else (_GPU_FWD16_BLOCK_B, _GPU_MAX_BLOCK_B)
 
 
 @triton.jit
@@ -220,13 +238,13 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     out = torch.empty((batch, out_cols), dtype=dense.dtype, device=dense.device)
     if out.numel() == 0:
         return out
-    block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
+    block_b, block_t, block_d, warps = _launch(features, dim, dense.dtype, "forward")
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
             EXACT=dense.dtype == torch.float32,
-            num_warps=num_warps(block_t, dense.dtype),
+            num_warps=warps,
         )
     return out
 
@@ -238,14 +256,14 @@ def _backward(dense, sparse, grad):
     dsparse = torch.empty((batch, features, dim), dtype=dense.dtype, device=dense.device)
     if batch == 0 or dim == 0:
         return ddense, dsparse
-    block_b, block_t, block_d = _blocks(features, dim, dense.dtype)
+    block_b, block_t, block_d, warps = _launch(features, dim, dense.dtype, "backward")
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
             EXACT=dense.dtype == torch.float32,
-            num_warps=num_warps(block_t, dense.dtype),
+            num_warps=warps,
         )
     return ddense, dsparse
 

@@ -1,10 +1,11 @@
 """Compile dlrm_interaction's kernels for an H100 (sm_90) without a GPU and print, per tile, its
 shared memory and the bytes ptxas spills to local memory (Triton's own ptxas, ``-v``):
-``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE BB,BT,BD,DT ...`` (DT: D_TILES).
+``TRITON_INTERPRET=0 python tests/unit/dlrm_tiles_sm90.py DTYPE KERNEL:BB,BT,BD,DT,W ...`` (KERNEL:
+forward or backward; DT: D_TILES; W: num_warps).
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
-pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT SHARED
-SPILLED`` a line.
+pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT,W
+SHARED SPILLED`` a line.
 """
 
 import os
@@ -39,23 +40,23 @@ def spilled_bytes(ptx: str) -> int:
 
 
 def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int,
-                 d_tiles: int) -> tuple[int, int]:
-    """(shared memory bytes, spilled bytes) of the kernel compiled for sm_90 at this tile."""
+                 d_tiles: int, warps: int) -> tuple[int, int]:
+    """(shared memory bytes, spilled bytes) of the kernel compiled for sm_90 at this tile and warps."""
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles,
                   "EXACT": dtype == "fp32"}
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
-    warps = dlrm.num_warps(block_t, _TORCH_DTYPES[dtype])
     compiled = triton.compile(source, target=_TARGET, options={"num_warps": warps})
     return compiled.metadata.shared, spilled_bytes(compiled.asm["ptx"])
 
 
+_KERNELS = {"forward": (dlrm._interaction_fwd_kernel, 3), "backward": (dlrm._interaction_bwd_kernel, 5)}
+
 if __name__ == "__main__":
     dtype = sys.argv[1]
-    for tile in sys.argv[2:]:
-        bb, bt, bd, dt = (int(v) for v in tile.split(","))
-        for name, kernel, pointers in (("forward", dlrm._interaction_fwd_kernel, 3),
-                                       ("backward", dlrm._interaction_bwd_kernel, 5)):
-            print(dtype, name, tile, *compile_tile(kernel, pointers, dtype, bb, bt, bd, dt), flush=True)
+    for item in sys.argv[2:]:
+        name, tile = item.split(":")
+        kernel, pointers = _KERNELS[name]
+        print(dtype, name, tile, *compile_tile(kernel, pointers, dtype, *(int(v) for v in tile.split(","))), flush=True)

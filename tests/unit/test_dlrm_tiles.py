@@ -1,6 +1,6 @@
 """dlrm_interaction's GPU tiles fit an H100's shared memory, checked without a GPU.
 
-Each tile that ``gpu_blocks`` picks over the spec's GPU range of (features, dim) is compiled for
+Each launch that ``gpu_launch`` picks over the spec's GPU range of (features, dim) is compiled for
 sm_90 by Triton's CUDA backend on this machine (``dlrm_tiles_sm90.py``, in a process of its own with
 the interpreter off), and the compiled kernel's shared memory must fit in the 227 KB a block may
 use. The H100 nightly run found the first overflow (65 x 257 in one tile asked 256 KB), and the
@@ -31,30 +31,33 @@ needs_cuda_backend = pytest.mark.skipif(importlib.util.find_spec("triton.backend
                                         reason="this Triton install has no CUDA backend to compile for sm_90 with")
 
 
-def _tile(features: int, dim: int, dtype: str) -> tuple[int, int, int, int]:
-    """(BLOCK_B, BLOCK_T, BLOCK_D, D_TILES) with D_TILES as 1 or 2: further unrolled column tiles
-    repeat the second's code."""
-    block_b, block_t, block_d = dlrm.gpu_blocks(features, dim, _TORCH[dtype])
-    return block_b, block_t, block_d, min(2, -(-dim // block_d))
+def _tiles(features: int, dim: int, dtype: str) -> set[str]:
+    """Both kernels' launches as KERNEL:BLOCK_B,BLOCK_T,BLOCK_D,D_TILES,WARPS, with D_TILES as 1 or
+    2: further unrolled column tiles repeat the second's code."""
+    tiles = set()
+    for kernel in ("forward", "backward"):
+        block_b, block_t, block_d, warps = dlrm.gpu_launch(features, dim, _TORCH[dtype], kernel)
+        tiles.add(f"{kernel}:{block_b},{block_t},{block_d},{min(2, -(-dim // block_d))},{warps}")
+    return tiles
 
 
 def _compile(dtype: str, tiles) -> list[list[str]]:
-    """The lines of dlrm_tiles_sm90.py for these tiles: DTYPE KERNEL TILE SHARED SPILLED."""
+    """The lines of dlrm_tiles_sm90.py for these launches: DTYPE KERNEL TILE SHARED SPILLED."""
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, str(ROOT / "tests/unit/dlrm_tiles_sm90.py"), dtype,
-                          *(",".join(map(str, t)) for t in tiles)],
+                          *tiles],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [line.split() for line in out.stdout.splitlines()]
-    assert len(lines) == 2 * len(tiles)
+    assert len(lines) == len(tiles)
     return lines
 
 
 @needs_cuda_backend
-@pytest.mark.parametrize("dtype", ["fp32"])  # 16-bit operands take half the bytes
+@pytest.mark.parametrize("dtype", ["fp32"])  # 16-bit operands take half the bytes, in no larger tiles
 def test_every_gpu_tile_fits_the_shared_memory_of_an_h100(dtype):
     features, dim = SPEC.dims["features"].gpu_max, SPEC.dims["dim"].gpu_max
-    tiles = sorted({_tile(f, d, dtype) for f in range(features + 1) for d in range(1, dim + 1)})
+    tiles = sorted(set().union(*(_tiles(f, d, dtype) for f in range(features + 1) for d in range(1, dim + 1))))
     lines = _compile(dtype, tiles)
     over = [line for line in lines if int(line[3]) > H100_SHARED_PER_BLOCK]
     assert not over, f"tiles over the H100's {H100_SHARED_PER_BLOCK} bytes of shared memory: {over}"
@@ -66,6 +69,6 @@ def test_benchmark_tiles_keep_their_registers(dtype):
     """The tiles of the benchmark shapes compile for sm_90 without spilling to local memory: fp32
     tiles of 8192 elements at 4 warps spilled, and the H100 ran that forward 4.7x slower."""
     shapes = {(s.dims["features"], s.dims["dim"]) for s in SPEC.perf.shapes}
-    tiles = sorted({_tile(f, d, dtype) for f, d in shapes})
+    tiles = sorted(set().union(*(_tiles(f, d, dtype) for f, d in shapes)))
     spilled = [line for line in _compile(dtype, tiles) if int(line[4]) > 0]
     assert not spilled, f"tiles that spill registers (DTYPE KERNEL TILE SHARED SPILLED): {spilled}"
