@@ -422,9 +422,11 @@ def _launch_strides(*tensors: torch.Tensor) -> tuple[int, ...]:
 
 def _unit_inner(t: torch.Tensor) -> torch.Tensor:
     """``t`` itself when its head_dim stride is 1, else a contiguous copy (as sdpa makes). The
-    kernels take any other stride, but on the H100 Triton 3.6 compiled the backward for head_dim
-    strides of 0 (a broadcast q, k or grad) into an out-of-bounds shared-memory read (an illegal
-    access in the nightly run); a unit inner stride is also what vectorised loads need."""
+    kernels would take any stride, but Triton 3.6 compiled the backward for head_dim strides of 0
+    (a broadcast q, k and grad) into an out-of-bounds shared-memory read: an illegal access in an
+    H100 nightly run, which compute-sanitizer's memcheck reproduces on that case with the operands
+    as given and not with them copied (results/2026-11-24-h100-2, calls 2 and 4). A unit inner
+    stride is also what vectorised loads need."""
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
