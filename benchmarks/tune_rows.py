@@ -1,6 +1,6 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
-LayerNorm and RMSNorm (forward), and the elementwise family (add_mul_act, bias_gelu, glu share one
-tiling); and time what softmax's fp32 numerics cost.
+LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``), and the elementwise
+family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -11,7 +11,7 @@ production tiling, to show what the accuracy costs; those variants are diagnosti
 (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [elementwise]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [elementwise]
 """
 
 from __future__ import annotations
@@ -78,6 +78,10 @@ def _set_norm(limits):
     norm._GPU_FWD = limits
 
 
+def _set_norm_backward(limits):
+    norm._GPU_BWD = limits
+
+
 def _set_elementwise(limits):
     _rows.ELEMENTWISE_GPU_LIMITS = limits
 
@@ -103,6 +107,26 @@ def _norm_op(kind, rows, cols, dtype):
                   lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b))
     return Op(f"rms_norm {rows}x{cols}", rows, cols, dtype, _with_vectors(1), {"fwd": rms_norm},
               lambda x, w: F.rms_norm(x, x.shape[-1:], w))
+
+
+def _norm_backward_op(kind, rows, cols, dtype):
+    """The backward kernel alone, from a forward run once per input set (its statistics do not
+    depend on the tiling); eager and compile time the forward reference, as for the other ops."""
+    rms = kind == "rms_norm"
+
+    def inputs(x):
+        w = torch.randn(cols, device=x.device, dtype=dtype)
+        b = None if rms else torch.randn(cols, device=x.device, dtype=dtype)
+        stats = norm.forward(x, w, b, eps=1e-5, rms=rms).stats
+        return x, w, b, stats, torch.randn_like(x)
+
+    def backward(x, w, b, stats, dy):
+        return norm.backward(x, dy, w, stats, rms=rms, need_dweight=True, need_dbias=b is not None)
+
+    def reference(x, w, b, stats, dy):
+        return F.rms_norm(x, x.shape[-1:], w) if rms else F.layer_norm(x, x.shape[-1:], w, b)
+
+    return Op(f"{kind} backward {rows}x{cols}", rows, cols, dtype, inputs, {"bwd": backward}, reference, streams=3)
 
 
 def _bias_gelu_op(approximate, rows, cols, dtype):
@@ -139,6 +163,12 @@ TARGETS = {
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES)),
     "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES)),
+    # the backward of both norms (one kernel); the norm shapes and the short-row ones that trail compile
+    "norm_backward": Target(
+        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
+        tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
+              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)))),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
@@ -224,9 +254,10 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
              "production": list(_rows.row_tile(op.cols, op.dtype.itemsize, base)),
              "candidates": {k: list(_rows.row_tile(op.cols, op.dtype.itemsize, v)) for k, v in candidates.items()},
              "median_ms": medians}
-    best = min((k for k in medians if k.startswith("fwd_")), key=medians.get)
+    first = next(iter(op.passes))  # the pass the GB/s figure is for (its bytes: op.streams rows)
+    best = min((k for k in medians if k.startswith(f"{first}_")), key=medians.get)
     print(f"{op.label} {op.dtype}: copy {medians['copy_fwd']:.4f} eager {medians['eager_fwd']:.4f} compile "
-          f"{medians['compile_fwd']:.4f} best fwd {best} {medians[best]:.4f} ms "
+          f"{medians['compile_fwd']:.4f} best {first} {best} {medians[best]:.4f} ms "
           f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), production tile {entry['production']}")
     for k, v in sorted(medians.items()):
         print(f"   {k:44s} {v:.4f} {entry['candidates'].get(k.split('_', 1)[1], '')}")
