@@ -79,7 +79,16 @@ def _set_norm(limits):
 
 
 def _set_norm_backward(limits):
-    norm._GPU_BWD = limits
+    """The candidate as given: the backward's per-shape overrides are off while sweeping."""
+    norm._GPU_BWD, norm.BWD_OVERRIDES = limits, False
+
+
+def _save_norm_backward():
+    limits, overrides = norm._GPU_BWD, norm.BWD_OVERRIDES
+
+    def restore():
+        norm._GPU_BWD, norm.BWD_OVERRIDES = limits, overrides
+    return restore
 
 
 def _set_elementwise(limits):
@@ -168,7 +177,8 @@ TARGETS = {
         lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
-              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)))),
+              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16))),
+        save=_save_norm_backward),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,

@@ -49,6 +49,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
+from kernels._runtime import interpreting
 from kernels._validate import FLOAT_DTYPES, check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 
 DTYPES = FLOAT_DTYPES + (torch.float64,)
@@ -97,9 +98,29 @@ def block_boundaries() -> tuple[int, ...]:
     return tuple(sorted(set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))))
 
 
+# GPU backward overrides, from the H100 sweep of the backward alone (benchmarks/tune_rows.py
+# norm_backward; results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm (dropout-add-norm's
+# backward keeps _GPU_BWD: not swept):
+# * rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x 16384
+#   bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842;
+# * 16-bit LayerNorm rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). 16384 x 1024
+#   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674. RMSNorm was 1-4% slower so (it keeps 8),
+#   and 256-wide rows (16 a tile) 9% slower for LayerNorm too.
+# A tiling sweep sets BWD_OVERRIDES = False, so that each candidate is timed as given.
+_GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
+_GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)
+BWD_OVERRIDES = True
+
+
 @functools.lru_cache(maxsize=1024)
-def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
-    tile = _rows.row_tile(n, dtype.itemsize, _bwd_limits() if backward else _fwd_limits())
+def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool = False) -> _rows.RowTile:
+    limits = _bwd_limits() if backward else _fwd_limits()
+    tile = _rows.row_tile(n, dtype.itemsize, limits)
+    if backward and not dropout and BWD_OVERRIDES and not interpreting():
+        if tile.col_blocks > 1:
+            tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_SPLIT)
+        elif not rms and dtype.itemsize == 2 and 512 <= tile.block <= 1024:
+            tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_LN16_NARROW)
     if dropout and tile.block < _MIN_DROPOUT_BLOCK:
         tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
     return tile
@@ -664,7 +685,7 @@ def backward(
     s_rows = _rows.row_layout(src)
     g_rows = _rows.row_layout(dy)
     h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
-    tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
+    tile = _tile(n, dtype, backward=True, dropout=dropout is not None, rms=rms)
     row_tiles = triton.cdiv(s_rows.rows, tile.rows)
     tiles_per_group = _tiles_per_group(src, row_tiles)
     groups = triton.cdiv(row_tiles, tiles_per_group)
