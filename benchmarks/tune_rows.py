@@ -11,7 +11,7 @@ production tiling, to show what the accuracy costs; those variants are diagnosti
 (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [elementwise]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [dropout_norm_backward] [elementwise]
 """
 
 from __future__ import annotations
@@ -138,6 +138,27 @@ def _norm_backward_op(kind, rows, cols, dtype):
     return Op(f"{kind} backward {rows}x{cols}", rows, cols, dtype, inputs, {"bwd": backward}, reference, streams=3)
 
 
+def _dropout_norm_backward_op(rows, cols, dtype):
+    """dropout-add-LayerNorm's backward alone (p = 0.1, every gradient asked for), from one forward
+    per input set; eager and compile time the forward composite."""
+    dropout = norm.Dropout.of(0.1, 1234)
+
+    def inputs(x):
+        res, bias, w, b = torch.randn_like(x), *(torch.randn(cols, device=x.device, dtype=dtype) for _ in range(3))
+        fwd = norm.forward(x, w, b, eps=1e-5, rms=False, residual=res, xbias=bias, dropout=dropout, store_sum=True)
+        return x, res, bias, w, b, fwd.s, fwd.stats, torch.randn_like(x)
+
+    def backward(x, res, bias, w, b, s, stats, dy):
+        return norm.backward(s, dy, w, stats, rms=False, dropout=dropout, need_dweight=True, need_dbias=True,
+                             need_dxbias=True)
+
+    def reference(x, res, bias, w, b, s, stats, dy):
+        return F.layer_norm(F.dropout(x + bias, 0.1) + res, x.shape[-1:], w, b)
+
+    return Op(f"dropout_add_layer_norm backward {rows}x{cols}", rows, cols, dtype, inputs, {"bwd": backward},
+              reference, streams=4)
+
+
 def _bias_gelu_op(approximate, rows, cols, dtype):
     return Op(f"bias_gelu {approximate} {rows}x{cols}", rows, cols, dtype, _with_vectors(1),
               {"fwd": lambda x, b: bias_gelu._forward(x, b, approximate)},
@@ -178,6 +199,13 @@ TARGETS = {
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16))),
+        save=_save_norm_backward),
+    # dropout-add-LayerNorm's backward (the same kernel with DROPOUT): issue 4's fp32 case and bf16
+    "dropout_norm_backward": Target(
+        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
+        tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
+                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
