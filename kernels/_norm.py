@@ -98,26 +98,37 @@ def block_boundaries() -> tuple[int, ...]:
     return tuple(sorted(set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))))
 
 
-# GPU backward overrides, from the H100 sweep of the backward alone (benchmarks/tune_rows.py
-# norm_backward; results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm (dropout-add-norm's
-# backward keeps _GPU_BWD: not swept):
+# GPU backward overrides, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py
+# norm_backward; results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
 # * rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x 16384
 #   bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842;
 # * 16-bit LayerNorm rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). 16384 x 1024
 #   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674. RMSNorm was 1-4% slower so (it keeps 8),
 #   and 256-wide rows (16 a tile) 9% slower for LayerNorm too.
+# Dropout-add-norm's backward (tune_rows.py dropout_norm_backward; results/.../call9), rows within one
+# block: 8 KB of input a tile at 64 bytes a thread (4 warps; _dropout_bwd_limits). 8192 x 1024
+# fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
+# 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889).
 # A tiling sweep sets BWD_OVERRIDES = False, so that each candidate is timed as given.
 _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
 _GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)
+_DROPOUT_BWD_TILE_BYTES = 8192
 BWD_OVERRIDES = True
+
+
+def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
+    return _GPU_BWD._replace(target_elems=_DROPOUT_BWD_TILE_BYTES // itemsize, thread_bytes=64)
 
 
 @functools.lru_cache(maxsize=1024)
 def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool = False) -> _rows.RowTile:
     limits = _bwd_limits() if backward else _fwd_limits()
     tile = _rows.row_tile(n, dtype.itemsize, limits)
-    if backward and not dropout and BWD_OVERRIDES and not interpreting():
-        if tile.col_blocks > 1:
+    if backward and BWD_OVERRIDES and not interpreting():
+        if dropout:
+            if tile.col_blocks == 1:  # split rows were not swept with dropout
+                tile = _rows.row_tile(n, dtype.itemsize, _dropout_bwd_limits(dtype.itemsize))
+        elif tile.col_blocks > 1:
             tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_SPLIT)
         elif not rms and dtype.itemsize == 2 and 512 <= tile.block <= 1024:
             tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_LN16_NARROW)
