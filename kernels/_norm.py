@@ -186,16 +186,26 @@ class Dropout(NamedTuple):
 
     An element is kept when its 31 random bits ``r`` satisfy ``r > threshold``, threshold =
     ``round(p * 2^31) - 1``: kept with probability ``1 - round(p * 2^31) / 2^31`` (within 2^-32 of
-    1 - p), every element at p = 0 and none at p = 1. ``scale`` is 1/(1-p), 0 when p = 1.
+    1 - p), every element at p = 0 and none at p = 1.
+
+    The scale 1/(1-p) (0 when p = 1) travels as ``scale`` + ``scale_lo``: its fp32 rounding and
+    the rest. A float argument reaches a compiled kernel as fp32 (the interpreter keeps Python's
+    double), and the fp32 1/(1-p) is up to 2^-24 off: where ``x * scale`` nearly cancels the
+    residual, that made the H100's fp32 prenorm sum 8 ulp off (score 5.54) while eager was within
+    one. fp64 arithmetic (fp32 inputs) adds ``x * scale_lo`` (:func:`_dropped`); 16-bit inputs
+    need only ``scale``.
     """
 
     seed: int
     threshold: int
     scale: float
+    scale_lo: float = 0.0
 
     @classmethod
     def of(cls, p: float, seed: int) -> Dropout:
-        return cls(seed=seed, threshold=round(p * 2**31) - 1, scale=0.0 if p == 1.0 else 1.0 / (1.0 - p))
+        exact = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+        hi = float(torch.tensor(exact, dtype=torch.float32))
+        return cls(seed=seed, threshold=round(p * 2**31) - 1, scale=hi, scale_lo=exact - hi)
 
 
 _NO_DROPOUT = Dropout(seed=0, threshold=-1, scale=1.0)
@@ -280,7 +290,17 @@ def _sqrt(x, PRECISE: tl.constexpr):
 
 
 @triton.jit
-def _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_cols, seed, threshold, scale,
+def _dropped(x, keep, scale, scale_lo, COMPUTE: tl.constexpr):
+    """``x * keep / (1 - p)`` (``Dropout``): in fp64 with both parts of the scale (each product of
+    an fp32 value and x exact in fp64), in fp32 with its fp32 part alone."""
+    if COMPUTE == tl.float64:
+        return x * tl.where(keep, scale, 0.0).to(tl.float64) + x * tl.where(keep, scale_lo, 0.0).to(tl.float64)
+    else:
+        return x * tl.where(keep, scale, 0.0)
+
+
+@triton.jit
+def _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_cols, seed, threshold, scale, scale_lo,
             ROWS: tl.constexpr, BLOCK: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
             COMPUTE: tl.constexpr):
     """The rows to normalise for columns start + cols (0 where masked), and the keep-mask.
@@ -294,7 +314,7 @@ def _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_col
             x = x + tl.load(xb_ptr + start + cols, mask=start + cols < n_cols, other=0.0).to(COMPUTE)
         keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
         residual = tl.load(res_ptr + r_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-        s = x * tl.where(keep, scale, 0.0) + residual
+        s = _dropped(x, keep, scale, scale_lo, COMPUTE) + residual
         return _rows.cast_for_store(s, x_ptr).to(COMPUTE), keep
     else:
         return x, mask
@@ -380,7 +400,7 @@ def _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W: tl.constexpr, COM
 @triton.jit(do_not_specialize=["seed", "threshold"])
 def _norm_fwd_kernel(
     x_ptr, res_ptr, xb_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, mask_ptr, stats_ptr,
-    n_rows, n_cols, n_f, eps, w_offset, seed, threshold, scale,
+    n_rows, n_cols, n_f, eps, w_offset, seed, threshold, scale, scale_lo,
     x_inner, x_so, x_si, r_inner, r_so, r_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
@@ -398,7 +418,7 @@ def _norm_fwd_kernel(
     # First block (the whole row unless SPLIT): source, side outputs, statistics.
     mask = row_ok[:, None] & (cols < n_cols)
     s, keep = _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, 0, cols, mask, n_cols, seed, threshold,
-                      scale, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
+                      scale, scale_lo, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
     if STORE_SUM:
         tl.store(sum_ptr + dense + cols, _rows.cast_for_store(s, sum_ptr), mask=mask)
     if STORE_MASK:
@@ -417,7 +437,7 @@ def _norm_fwd_kernel(
         for start in range(BLOCK, n_cols, BLOCK):
             mask = row_ok[:, None] & (start + cols < n_cols)
             s, keep = _source(x_ptr, res_ptr, xb_ptr, x_off, r_off, rows, start, cols, mask, n_cols, seed,
-                              threshold, scale, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
+                              threshold, scale, scale_lo, ROWS, BLOCK, DROPOUT_ADD, HAS_XBIAS, DRAW, COMPUTE)
             if STORE_SUM:
                 tl.store(sum_ptr + dense + start + cols, _rows.cast_for_store(s, sum_ptr), mask=mask)
             if STORE_MASK:
@@ -477,7 +497,7 @@ def _grad_rows(g, xhat, rstd, c1, c2, RMS: tl.constexpr):
 @triton.jit(do_not_specialize=["seed", "threshold"])
 def _norm_bwd_kernel(
     s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
-    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, tiles_per_group,
+    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, scale_lo, tiles_per_group,
     s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
@@ -518,7 +538,7 @@ def _norm_bwd_kernel(
             tl.store(ds_ptr + dense + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
             if DROPOUT:
                 keep = keep_mask(seed, threshold, rows, 0, ROWS, BLOCK, DRAW)
-                dx = ds * tl.where(keep, scale, 0.0)
+                dx = _dropped(ds, keep, scale, scale_lo, COMPUTE)
                 tl.store(dx_ptr + dense + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
                 if DXB:
                     acc_dxb += tl.where(mask, dx, 0.0).to(ACC)
@@ -571,7 +591,7 @@ def _norm_bwd_kernel(
                 carry = col_ok & (t > 0)  # partial rows hold earlier tiles' sums from t = 1 on
                 if DROPOUT:
                     keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
-                    dx = ds * tl.where(keep, scale, 0.0)
+                    dx = _dropped(ds, keep, scale, scale_lo, COMPUTE)
                     tl.store(dx_ptr + dense + start + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
                     if DXB:
                         part = dxb_part + part_row + start + cols
@@ -650,7 +670,7 @@ def forward(
         _norm_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
             src.tensor, res.tensor, x if xbias is None else xbias, x if weight is None else weight,
             x if bias is None else bias, y, y if s is None else s, y if mask is None else mask, stats,
-            src.rows, n, float(n), eps, w_offset, drop.seed, drop.threshold, drop.scale,
+            src.rows, n, float(n), eps, w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo,
             *src.kernel_args(), *res.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=split, RMS=rms, HAS_W=weight is not None,
             HAS_B=bias is not None, DROPOUT_ADD=dropout_add, HAS_XBIAS=xbias is not None, DRAW=drop.threshold >= 0,
@@ -712,7 +732,7 @@ def backward(
         _norm_bwd_kernel[(groups,)](
             s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, ds,
             ds if dx is None else dx, dw_part, db_part, dxb_part,
-            s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, tiles_per_group,
+            s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo, tiles_per_group,
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
