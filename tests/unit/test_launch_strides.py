@@ -30,3 +30,17 @@ def test_canonical_strides_address_the_same_elements():
         launch = _strides(t)
         for index in itertools.product(*(range(n) for n in t.shape)):
             assert sum(i * s for i, s in zip(index, launch)) == sum(i * s for i, s in zip(index, t.stride()))
+
+
+def test_attention_operands_get_a_unit_head_dim_stride_and_only_those_are_copied():
+    """A head_dim stride of 0 (a broadcast operand) made Triton 3.6 read shared memory out of
+    bounds in attention's backward; the launchers copy such operands, and no others."""
+    from kernels.flash_attention import _unit_inner
+
+    dense = torch.randn(2, 3, 5, 16)
+    assert _unit_inner(dense) is dense
+    sliced = torch.randn(2, 3, 9, 16)[:, :, ::2]  # strided rows, unit inner stride: kept as is
+    assert _unit_inner(sliced) is sliced
+    for odd in (torch.randn(2, 3, 5, 1).expand(2, 3, 5, 16), torch.randn(2, 3, 5, 48)[..., ::3]):
+        copied = _unit_inner(odd)
+        assert copied.stride(-1) == 1 and torch.equal(copied, odd)

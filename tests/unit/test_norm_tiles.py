@@ -1,0 +1,68 @@
+"""The norms' GPU launch choices (``kernels._norm._tile``) and dropout's scale, checked on the CPU.
+
+The backward applies per-shape exceptions measured on the H100 after the shared limits; these
+tests pin which shapes they reach, that they stay off under the interpreter and while a sweep
+times candidates as given, and that every tile they give is a valid one.
+"""
+
+import pytest
+import torch
+
+import kernels._norm as norm
+from kernels import _rows
+
+
+@pytest.fixture
+def on_gpu(monkeypatch):
+    """_tile as it chooses on a GPU: the GPU limits and the overrides' backend test."""
+    monkeypatch.setattr(norm, "interpreting", lambda: False)
+    monkeypatch.setattr(norm, "_bwd_limits", lambda: norm._GPU_BWD)
+    monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
+    norm._tile.cache_clear()
+    yield
+    norm._tile.cache_clear()
+
+
+def _plain(n, dtype):
+    return _rows.row_tile(n, dtype.itemsize, norm._GPU_BWD)
+
+
+def test_overrides_reach_only_their_shapes(on_gpu):
+    bf16, fp32 = torch.bfloat16, torch.float32
+    # 16-bit LayerNorm rows of 512-1024: fewer warps; RMSNorm and 256-wide rows keep the shared tile
+    assert norm._tile(1024, bf16, True, False, False).num_warps < _plain(1024, bf16).num_warps
+    assert norm._tile(1024, bf16, True, False, True) == _plain(1024, bf16)
+    assert norm._tile(256, bf16, True, False, False) == _plain(256, bf16)
+    assert norm._tile(1024, fp32, True, False, False) == _plain(1024, fp32)
+    # rows wider than a block: more rows a tile, for both norms
+    wide = norm._tile(16384, bf16, True, False, True)
+    assert wide.col_blocks > 1 and wide.rows > _plain(16384, bf16).rows
+    # dropout-add-norm: 8 KB of input a tile whatever the dtype
+    for dtype in (fp32, bf16):
+        tile = norm._tile(1024, dtype, True, True, False)
+        assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
+    # the forward never changes
+    assert norm._tile(1024, bf16, False, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
+
+
+def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
+    monkeypatch.setattr(norm, "BWD_OVERRIDES", False)
+    for n, dtype, dropout in ((1024, torch.bfloat16, False), (16384, torch.bfloat16, False), (1024, torch.float32, True)):
+        assert norm._tile(n, dtype, True, dropout, False) == _plain(n, dtype)
+
+
+def test_overrides_are_off_under_the_interpreter():
+    norm._tile.cache_clear()
+    if not norm.interpreting():
+        pytest.skip("this process runs kernels on a GPU; the interpreter's tiles are the CPU's")
+    interpreter = _rows.row_tile(1024, 2, norm._INTERPRETER_BWD)
+    assert norm._tile(1024, torch.bfloat16, True, False, False) == interpreter
+
+
+@pytest.mark.parametrize("p", [0.0, 2**-7, 0.1, 0.3, 0.5, 0.9, 1.0])
+def test_dropout_scale_travels_as_its_fp32_part_and_the_rest(p):
+    drop = norm.Dropout.of(p, seed=0)
+    exact = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    assert float(torch.tensor(drop.scale, dtype=torch.float32)) == drop.scale  # what a compiled kernel gets
+    assert drop.scale + drop.scale_lo == exact
+    assert abs(float(torch.tensor(drop.scale_lo, dtype=torch.float32)) - drop.scale_lo) <= 2**-24 * abs(drop.scale_lo)
