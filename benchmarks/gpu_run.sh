@@ -54,17 +54,22 @@ case "$mode" in
     per_shard=$(( (${EXAMPLES:-150} + shards - 1) / shards ))
     mkdir -p "$OUT/shards"
     echo "${SHARDS:-8} shards of $per_shard examples per test" >> "$log"
-    for test in ${TESTS:?verify-shards needs TESTS}; do
-      name=$(echo "$test" | sed 's/.*\[\(.*\)\]/\1/')
+    tests=(${TESTS:?verify-shards needs TESTS})
+    # the processes side by side share the cores for torch's host threads (harness.device.share_cpu)
+    export HARNESS_PROCESSES=$(( ${#tests[@]} * shards ))
+    for test in "${tests[@]}"; do
+      name=$(echo "$test" | sed 's/.*\[\(.*\)\]/\1/; s/[^A-Za-z0-9_.-]/_/g')
       for shard in $(seq 1 "$shards"); do
-        HARNESS_PROFILE=${PROFILE:-nightly} HARNESS_SEED=$(( shard + ${SEED_BASE:-0} )) HARNESS_MAX_EXAMPLES=$per_shard \
-          timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -p no:xdist -p no:cacheprovider -p no:benchmark -q \
-          "$test" > "$OUT/shards/$name-$shard.txt" 2>&1 &
+        file="$OUT/shards/$name-$shard.txt"
+        ( HARNESS_PROFILE=${PROFILE:-nightly} HARNESS_SEED=$(( shard + ${SEED_BASE:-0} )) HARNESS_MAX_EXAMPLES=$per_shard \
+            timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -p no:xdist -p no:cacheprovider -p no:benchmark -q \
+            "$test" > "$file" 2>&1
+          echo "shard rc=$?" >> "$file" ) &
       done
     done
     wait
-    for file in "$OUT"/shards/*.txt; do
-      echo "$(basename "$file" .txt): $(grep -E '(passed|failed|error)' "$file" | tail -1)" >> "$log"
+    for file in "$OUT"/shards/*.txt; do  # pytest's summary line, or how the shard ended without one
+      echo "$(basename "$file" .txt): $(grep -E '[0-9]+ (passed|failed|error)' "$file" | tail -1) $(tail -1 "$file")" >> "$log"
     done
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     ;;

@@ -294,9 +294,9 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
              "median_ms": medians}
     first = next(iter(op.passes))  # the pass the GB/s figure is for (its bytes: op.streams rows)
     best = min((k for k in medians if k.startswith(f"{first}_")), key=medians.get)
-    print(f"{op.label} {op.dtype}: copy {medians['copy_fwd']:.4f} eager {medians['eager_fwd']:.4f} compile "
-          f"{medians['compile_fwd']:.4f} best {first} {best} {medians[best]:.4f} ms "
-          f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), production tile {entry['production']}")
+    print(f"{op.label} {op.dtype}: copy {medians['copy_fwd']:.4f} eager forward {medians['eager_fwd']:.4f} "
+          f"compile forward {medians['compile_fwd']:.4f} best {first} {best} {medians[best]:.4f} ms "
+          f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), the shared limits' tile {entry['production']}")
     for k, v in sorted(medians.items()):
         print(f"   {k:44s} {v:.4f} {entry['candidates'].get(k.split('_', 1)[1], '')}")
     return entry

@@ -41,7 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
     config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
-    share_cpu(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    # processes side by side: xdist's workers, or HARNESS_PROCESSES (gpu_run.sh verify-shards)
+    share_cpu(int(os.environ.get("HARNESS_PROCESSES") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or "1"))
     config._harness_watch = ContextWatch()  # type: ignore[attr-defined]
     seed = config.getoption("--harness-seed")
     config._harness_seed = seed if seed is not None else profiles.seed_from_env()  # type: ignore[attr-defined]

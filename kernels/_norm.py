@@ -94,24 +94,34 @@ def _bwd_limits() -> _rows.TileLimits:
 
 
 def block_boundaries() -> tuple[int, ...]:
-    """Row lengths where the forward or backward tiling changes on this backend (test sizes)."""
-    return tuple(sorted(set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))))
+    """Row lengths where the forward or backward tiling changes on this backend (test sizes),
+    the GPU backward's per-shape overrides (below) included."""
+    points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
+    if not _rows._INTERPRETING:
+        for limits in (_GPU_BWD_SPLIT, _GPU_BWD_LN16_NARROW, *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
+            points |= set(_rows.block_boundaries(limits))
+        low, high = _LN16_NARROW  # row blocks: rows of low // 2 + 1 to high columns
+        points |= {low // 2, low // 2 + 1, high, high + 1}
+    return tuple(sorted(points))
 
 
 # GPU backward overrides, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py
 # norm_backward; results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
-# * rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x 16384
-#   bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842;
+# * 16-bit rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x
+#   16384 bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842. Not for fp32/fp64: not
+#   swept, and compiled for sm_90 two rows spill (12 and 192 bytes);
 # * 16-bit LayerNorm rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). 16384 x 1024
 #   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674. RMSNorm was 1-4% slower so (it keeps 8),
 #   and 256-wide rows (16 a tile) 9% slower for LayerNorm too.
 # Dropout-add-norm's backward (tune_rows.py dropout_norm_backward; results/.../call9), rows within one
 # block: 8 KB of input a tile at 64 bytes a thread (4 warps; _dropout_bwd_limits). 8192 x 1024
 # fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
-# 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889).
+# 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889). The
+# RMSNorm form takes it too (same kernel and traffic; verified on the H100, not timed).
 # A tiling sweep sets BWD_OVERRIDES = False, so that each candidate is timed as given.
 _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
 _GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)
+_LN16_NARROW = (512, 1024)  # the row blocks it applies to
 _DROPOUT_BWD_TILE_BYTES = 8192
 BWD_OVERRIDES = True
 
@@ -128,9 +138,9 @@ def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool =
         if dropout:
             if tile.col_blocks == 1:  # split rows were not swept with dropout
                 tile = _rows.row_tile(n, dtype.itemsize, _dropout_bwd_limits(dtype.itemsize))
-        elif tile.col_blocks > 1:
+        elif tile.col_blocks > 1 and dtype.itemsize == 2:
             tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_SPLIT)
-        elif not rms and dtype.itemsize == 2 and 512 <= tile.block <= 1024:
+        elif not rms and dtype.itemsize == 2 and _LN16_NARROW[0] <= tile.block <= _LN16_NARROW[1]:
             tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_LN16_NARROW)
     if dropout and tile.block < _MIN_DROPOUT_BLOCK:
         tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
@@ -189,11 +199,12 @@ class Dropout(NamedTuple):
     1 - p), every element at p = 0 and none at p = 1.
 
     The scale 1/(1-p) (0 when p = 1) travels as ``scale`` + ``scale_lo``: its fp32 rounding and
-    the rest. A float argument reaches a compiled kernel as fp32 (the interpreter keeps Python's
-    double), and the fp32 1/(1-p) is up to 2^-24 off: where ``x * scale`` nearly cancels the
-    residual, that made the H100's fp32 prenorm sum 8 ulp off (score 5.54) while eager was within
-    one. fp64 arithmetic (fp32 inputs) adds ``x * scale_lo`` (:func:`_dropped`); 16-bit inputs
-    need only ``scale``.
+    the rest. A float scalar is fp32 inside a kernel (a compiled kernel's argument, and under the
+    interpreter too once ``tl.where`` takes it), and the fp32 1/(1-p) is up to 2^-24 off: where
+    ``x * scale`` nearly cancels the residual, that made the H100's fp32 prenorm sum 15 ulp off
+    (score 5.54) while CUDA eager was within one (CPU eager rounds its scale to fp32 as well, so
+    its own error hid the kernel's there). fp64 arithmetic (fp32 inputs) adds ``x * scale_lo``
+    (:func:`_dropped`); 16-bit inputs need only ``scale``.
     """
 
     seed: int
@@ -291,8 +302,8 @@ def _sqrt(x, PRECISE: tl.constexpr):
 
 @triton.jit
 def _dropped(x, keep, scale, scale_lo, COMPUTE: tl.constexpr):
-    """``x * keep / (1 - p)`` (``Dropout``): in fp64 with both parts of the scale (each product of
-    an fp32 value and x exact in fp64), in fp32 with its fp32 part alone."""
+    """``x * keep / (1 - p)`` (``Dropout``): in fp64 with both parts of the scale (for fp32 inputs
+    each product is exact in fp64, so the sum is rounded once), in fp32 with its fp32 part alone."""
     if COMPUTE == tl.float64:
         return x * tl.where(keep, scale, 0.0).to(tl.float64) + x * tl.where(keep, scale_lo, 0.0).to(tl.float64)
     else:

@@ -37,6 +37,7 @@ def test_overrides_reach_only_their_shapes(on_gpu):
     # rows wider than a block: more rows a tile, for both norms
     wide = norm._tile(16384, bf16, True, False, True)
     assert wide.col_blocks > 1 and wide.rows > _plain(16384, bf16).rows
+    assert norm._tile(16384, fp32, True, False, True) == _plain(16384, fp32)  # not swept; spills
     # dropout-add-norm: 8 KB of input a tile whatever the dtype
     for dtype in (fp32, bf16):
         tile = norm._tile(1024, dtype, True, True, False)
@@ -66,3 +67,19 @@ def test_dropout_scale_travels_as_its_fp32_part_and_the_rest(p):
     assert float(torch.tensor(drop.scale, dtype=torch.float32)) == drop.scale  # what a compiled kernel gets
     assert drop.scale + drop.scale_lo == exact
     assert abs(float(torch.tensor(drop.scale_lo, dtype=torch.float32)) - drop.scale_lo) <= 2**-24 * abs(drop.scale_lo)
+
+
+def test_fp32_prenorm_sum_is_correctly_rounded_where_it_cancels():
+    """x / (1 - p) nearly cancelling the residual: the sum the kernel stores must be the exact sum
+    rounded once (the H100 found it 15 ulp off with the scale rounded to fp32)."""
+    from kernels.dropout_add_norm import dropout_add_norm
+
+    p = 2**-7
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.randn(4, 100, dtype=torch.float64, generator=gen) * 1e-3).float()
+    near = -(x.double() / (1 - p)) * (1 + 1e-5 * torch.randn(4, 100, dtype=torch.float64, generator=gen))
+    residual = near.float()
+    _, s, keep = dropout_add_norm(x, residual, p=p, seed=3, prenorm=True, return_mask=True)
+    exact = (x.double() * keep.double() / (1 - p) + residual.double()).float()
+    assert keep.float().mean() > 0.9  # most elements take the cancelling path
+    assert torch.equal(s, exact)
