@@ -192,7 +192,8 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
     )
 
     profiles.load(profile)
-    run = run_info(device, profile + (f" (max {max_examples} examples)" if max_examples else ""), shard)
+    examples = max_examples or profiles.max_examples_from_env()  # the run says which count it used
+    run = run_info(device, profile + (f" (max {examples} examples)" if examples else ""), shard)
     outcomes, cost = verify_specs(specs, device, seed, progress, max_examples, profile=profile, jobs=jobs,
                                   deadline_s=verify_deadline_s)
     results = {

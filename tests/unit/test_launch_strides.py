@@ -44,3 +44,28 @@ def test_attention_operands_get_a_unit_head_dim_stride_and_only_those_are_copied
     for odd in (torch.randn(2, 3, 5, 1).expand(2, 3, 5, 16), torch.randn(2, 3, 5, 48)[..., ::3]):
         copied = _unit_inner(odd)
         assert copied.stride(-1) == 1 and torch.equal(copied, odd)
+
+
+def test_attention_launches_see_unit_head_dim_strides(monkeypatch):
+    """Every attention launch gets operands of head_dim stride 1, whatever the caller passed (the
+    kernels are replaced by spies that record their arguments: nothing runs)."""
+    import kernels.flash_attention as fa
+
+    seen = {}
+
+    class Spy:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: seen.__setitem__(self.name, args)
+
+    for name in ("_attn_fwd_kernel", "_bwd_delta_kernel", "_attn_bwd_kernel"):
+        monkeypatch.setattr(fa, name, Spy(name))
+    broadcast = torch.randn(1, 2, 5, 1).expand(1, 2, 5, 16)  # head_dim stride 0
+    strided = torch.randn(1, 2, 5, 48)[..., ::3]  # head_dim stride 3
+    out, _, m, l, out_lo = fa._forward(broadcast, strided, broadcast, False, 0.25, save_stats=True)
+    assert seen["_attn_fwd_kernel"][8:20][3::4] == (1, 1, 1)  # q, k, v strides follow 8 pointers
+    fa._backward(broadcast, strided, broadcast, out, out_lo, m, l, broadcast, None, False, 0.25)
+    assert seen["_bwd_delta_kernel"][5:9][3] == 1  # dout's strides follow 5 pointers
+    assert seen["_attn_bwd_kernel"][10:26][3::4] == (1, 1, 1, 1)  # q, k, v, dout after 10 pointers
