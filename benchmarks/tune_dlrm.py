@@ -27,17 +27,9 @@ WARPS = (2, 4, 8)
 
 
 def _launch(dense, sparse, block_b: int, warps: int) -> torch.Tensor:
-    """The production forward's launch with BLOCK_B and num_warps overridden."""
-    batch, dim = dense.shape
-    t = sparse.shape[1] + 1
-    out = torch.empty((batch, dim + t * (t - 1) // 2), dtype=dense.dtype, device=dense.device)
-    _, block_t, block_d, _ = dlrm.gpu_launch(sparse.shape[1], dim, dense.dtype, "forward")
-    dlrm._interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
-        dense, sparse, out, batch, sparse.shape[1], dim, out.shape[1], *dense.stride(), *sparse.stride(),
-        BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d), EXACT=False,
-        num_warps=warps,
-    )
-    return out
+    """The production forward with BLOCK_B and num_warps overridden."""
+    _, block_t, block_d, _ = dlrm.gpu_launch(sparse.shape[1], dense.shape[1], dense.dtype, "forward")
+    return dlrm._forward(dense, sparse, launch=(block_b, block_t, block_d, warps))
 
 
 def tune_shape(batch: int, features: int, dim: int, dtype: torch.dtype, plan: TimingPlan) -> dict:

@@ -130,18 +130,33 @@ def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
     return _GPU_BWD._replace(target_elems=_DROPOUT_BWD_TILE_BYTES // itemsize, thread_bytes=64)
 
 
+def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _rows.TileLimits:
+    """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
+    exception (above) that covers these rows."""
+    if not BWD_OVERRIDES:
+        return _GPU_BWD
+    block = triton.next_power_of_2(max(n, 1))
+    wide = block > _GPU_BWD.max_block  # split into several column blocks
+    if dropout:
+        return _GPU_BWD if wide else _dropout_bwd_limits(dtype.itemsize)  # split rows: not swept
+    if dtype.itemsize != 2:
+        return _GPU_BWD
+    if wide:
+        return _GPU_BWD_SPLIT
+    if not rms and _LN16_NARROW[0] <= block <= _LN16_NARROW[1]:
+        return _GPU_BWD_LN16_NARROW
+    return _GPU_BWD
+
+
 @functools.lru_cache(maxsize=1024)
 def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool = False) -> _rows.RowTile:
-    limits = _bwd_limits() if backward else _fwd_limits()
+    if not backward:
+        limits = _fwd_limits()
+    elif interpreting():
+        limits = _INTERPRETER_BWD
+    else:
+        limits = _gpu_bwd_limits(n, dtype, rms, dropout)
     tile = _rows.row_tile(n, dtype.itemsize, limits)
-    if backward and BWD_OVERRIDES and not interpreting():
-        if dropout:
-            if tile.col_blocks == 1:  # split rows were not swept with dropout
-                tile = _rows.row_tile(n, dtype.itemsize, _dropout_bwd_limits(dtype.itemsize))
-        elif tile.col_blocks > 1 and dtype.itemsize == 2:
-            tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_SPLIT)
-        elif not rms and dtype.itemsize == 2 and _LN16_NARROW[0] <= tile.block <= _LN16_NARROW[1]:
-            tile = _rows.row_tile(n, dtype.itemsize, _GPU_BWD_LN16_NARROW)
     if dropout and tile.block < _MIN_DROPOUT_BLOCK:
         tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
     return tile

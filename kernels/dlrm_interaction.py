@@ -230,7 +230,10 @@ def _interaction_bwd_kernel(
         tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
-def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+def _forward(dense: torch.Tensor, sparse: torch.Tensor,
+             launch: tuple[int, int, int, int] | None = None) -> torch.Tensor:
+    """The interaction of validated inputs; ``launch`` (BLOCK_B, BLOCK_T, BLOCK_D, num_warps)
+    replaces the production choice, for a tiling sweep (benchmarks/tune_dlrm.py)."""
     batch, dim = dense.shape
     features = sparse.shape[1]
     t = features + 1
@@ -238,7 +241,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     out = torch.empty((batch, out_cols), dtype=dense.dtype, device=dense.device)
     if out.numel() == 0:
         return out
-    block_b, block_t, block_d, warps = _launch(features, dim, dense.dtype, "forward")
+    block_b, block_t, block_d, warps = launch or _launch(features, dim, dense.dtype, "forward")
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),

@@ -14,9 +14,8 @@ from kernels import _rows
 
 @pytest.fixture
 def on_gpu(monkeypatch):
-    """_tile as it chooses on a GPU: the GPU limits and the overrides' backend test."""
+    """_tile as it chooses on a GPU."""
     monkeypatch.setattr(norm, "interpreting", lambda: False)
-    monkeypatch.setattr(norm, "_bwd_limits", lambda: norm._GPU_BWD)
     monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
     norm._tile.cache_clear()
     yield
