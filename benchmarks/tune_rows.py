@@ -1,5 +1,6 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
-LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``), and the elementwise
+LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``), dropout-add-LayerNorm
+(``dropout_norm_forward``, ``dropout_norm_backward``), and the elementwise
 family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
@@ -11,7 +12,8 @@ production tiling, to show what the accuracy costs; those variants are diagnosti
 (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [dropout_norm_backward] [elementwise]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [dropout_norm_backward]
+        [dropout_norm_forward] [elementwise]
 """
 
 from __future__ import annotations
@@ -177,6 +179,35 @@ def _add_mul_relu_op(rows, cols, dtype):
               lambda x, y, b: torch.relu(x + 0.5 * y + b), streams=3)
 
 
+def _dropout_norm_forward_op(rows, cols, dtype):
+    """dropout-add-LayerNorm's forward (p = 0.1, the prenorm sum not stored: the benchmark's case);
+    eager and compile time the composite. fp32 also times the production tiling with fp32
+    arithmetic (``diag_fp32``: what the fp64 arithmetic of fp32 rows costs; a diagnostic)."""
+    dropout = norm.Dropout.of(0.1, 1234)
+
+    def inputs(x):
+        return x, torch.randn_like(x), *(torch.randn(cols, device=x.device, dtype=dtype) for _ in range(3))
+
+    def forward(x, res, bias, w, b):
+        return norm.forward(x, w, b, eps=1e-5, rms=False, residual=res, xbias=bias, dropout=dropout)
+
+    def reference(x, res, bias, w, b):
+        return F.layer_norm(F.dropout(x + bias, 0.1) + res, x.shape[-1:], w, b)
+
+    return Op(f"dropout_add_layer_norm forward {rows}x{cols}", rows, cols, dtype, inputs, {"fwd": forward},
+              reference, streams=3)
+
+
+def _fp32_arithmetic(kernel: Callable[[], object]) -> object:
+    """Run ``kernel`` with the norms' fp32 rows computed in fp32 (a diagnostic variant)."""
+    wide = norm._WIDE
+    norm._WIDE = (torch.float64,)
+    try:
+        return kernel()
+    finally:
+        norm._WIDE = wide
+
+
 _NORM_SHAPES = ((8192, 4096, torch.bfloat16), (16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                 (2048, 8192, torch.bfloat16), (1024, 16384, torch.bfloat16))
 
@@ -207,6 +238,13 @@ TARGETS = {
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
+    # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
+    "dropout_norm_forward": Target(
+        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
+        tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
+                                                     (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
+                                                     (32768, 512, torch.bfloat16)))),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
@@ -282,6 +320,8 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     diagnostics = [_softmax_numerics(a[0]) for a in args] if op.label.startswith("softmax") else []
     for name in diagnostics[0] if diagnostics else ():
         calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
+    if op.label.startswith("dropout_add_layer_norm forward") and op.dtype == torch.float32:
+        calls["diag_fp32"] = lambda i: _fp32_arithmetic(lambda: op.passes["fwd"](*args[i]))
     try:
         samples = time_interleaved(calls, device, plan)
     finally:
