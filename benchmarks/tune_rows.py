@@ -1,7 +1,8 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
-LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``), dropout-add-LayerNorm
-(``dropout_norm_forward``, ``dropout_norm_backward``), and the elementwise
-family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's fp32 numerics cost.
+LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
+``norm_backward_groups``), dropout-add-LayerNorm (``dropout_norm_forward``, ``dropout_norm_backward``),
+and the elementwise family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's
+fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -12,8 +13,8 @@ production tiling, to show what the accuracy costs; those variants are diagnosti
 (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [dropout_norm_backward]
-        [dropout_norm_forward] [elementwise]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [norm_backward_groups]
+        [dropout_norm_backward] [dropout_norm_forward] [elementwise]
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Target(NamedTuple):
     ops: tuple[Op, ...]
     # returns what puts the module's production limits back; by default, put(get()) as it was
     save: Callable[[], Callable[[], None]] | None = None
+    # grid names that are module attributes rather than TileLimits fields: name -> (module, attribute)
+    knobs: dict[str, tuple[object, str]] = {}
 
 
 def _set_softmax(limits):
@@ -77,19 +80,27 @@ def _save_softmax():
 
 
 def _set_norm(limits):
-    norm._GPU_FWD = limits
+    """The candidate as given: the norms' per-shape overrides are off while sweeping."""
+    norm._GPU_FWD, norm.OVERRIDES = limits, False
+
+
+def _save_norm():
+    limits, overrides = norm._GPU_FWD, norm.OVERRIDES
+
+    def restore():
+        norm._GPU_FWD, norm.OVERRIDES = limits, overrides
+    return restore
 
 
 def _set_norm_backward(limits):
-    """The candidate as given: the backward's per-shape overrides are off while sweeping."""
-    norm._GPU_BWD, norm.BWD_OVERRIDES = limits, False
+    norm._GPU_BWD, norm.OVERRIDES = limits, False
 
 
 def _save_norm_backward():
-    limits, overrides = norm._GPU_BWD, norm.BWD_OVERRIDES
+    limits, overrides = norm._GPU_BWD, norm.OVERRIDES
 
     def restore():
-        norm._GPU_BWD, norm.BWD_OVERRIDES = limits, overrides
+        norm._GPU_BWD, norm.OVERRIDES = limits, overrides
     return restore
 
 
@@ -221,9 +232,9 @@ TARGETS = {
                                          (16384, 4096, torch.float16))),
         save=_save_softmax),
     "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
-                         tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES)),
+                         tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
-                       tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES)),
+                       tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     # the backward of both norms (one kernel); the norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
         lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
@@ -238,13 +249,25 @@ TARGETS = {
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
+    # the norms' backward grid: programs per SM (each walks its group of row tiles and writes one
+    # partial row), at the production tiles (the overrides stay on; the recorded tile is the shared
+    # limits')
+    "norm_backward_groups": Target(
+        lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear, {"programs_per_sm": (1, 2, 4, 8, 16)},
+        (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
+         *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
+                                                         (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
+         *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
+                                                       (32768, 512, torch.bfloat16), (1024, 16384, torch.bfloat16)))),
+        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
         lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
-                                                     (32768, 512, torch.bfloat16)))),
+                                                     (32768, 512, torch.bfloat16))),
+        save=_save_norm),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
@@ -255,24 +278,39 @@ TARGETS = {
 }
 
 
-def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, _rows.TileLimits]:
-    """Distinct launches of the target's grid for this row length, labelled by their limits.
+class Candidate(NamedTuple):
+    limits: _rows.TileLimits
+    knobs: dict[str, object]  # the target's module knobs (Target.knobs) for this candidate
+
+
+def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, Candidate]:
+    """Distinct launches of the target's grid for this row length, labelled by their values.
 
     ``max_block`` also sets ``split_block``: a split row is cut into blocks of the same width.
     """
     base = target.get()
     seen, out = set(), {}
     for values in itertools.product(*target.grid.values()):
-        knobs = dict(zip(target.grid, values))
-        if "max_block" in knobs and base.split_block == base.max_block:
-            knobs["split_block"] = knobs["max_block"]
-        limits = base._replace(**knobs)
-        tile = _rows.row_tile(cols, itemsize, limits)
-        if tile in seen:
+        fields = dict(zip(target.grid, values))
+        knobs = {name: fields.pop(name) for name in target.knobs}
+        if "max_block" in fields and base.split_block == base.max_block:
+            fields["split_block"] = fields["max_block"]
+        limits = base._replace(**fields)
+        launch = (_rows.row_tile(cols, itemsize, limits), *knobs.values())
+        if launch in seen:
             continue
-        seen.add(tile)
-        out["_".join(f"{k}{v}" for k, v in zip(target.grid, values))] = limits
+        seen.add(launch)
+        out["_".join(f"{k}{v}" for k, v in zip(target.grid, values))] = Candidate(limits, knobs)
     return out
+
+
+def _save_knobs(target: Target) -> Callable[[], None]:
+    values = {name: getattr(*where) for name, where in target.knobs.items()}
+
+    def restore():
+        for name, value in values.items():
+            setattr(*target.knobs[name], value)
+    return restore
 
 
 def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
@@ -293,9 +331,11 @@ def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     return {name: (lambda config=config: launch(config)) for name, config in variants.items()}
 
 
-def _kernel_call(target: Target, limits: _rows.TileLimits, kernel: Callable, args: list[tuple]):
+def _kernel_call(target: Target, candidate: Candidate, kernel: Callable, args: list[tuple]):
     def call(i):
-        target.put(limits)
+        target.put(candidate.limits)
+        for name, value in candidate.knobs.items():
+            setattr(*target.knobs[name], value)
         target.clear()
         return kernel(*args[i])
     return call
@@ -306,7 +346,12 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     device = torch.device("cuda", 0)
     torch._dynamo.reset()
     base = target.get()
-    restore = target.save() if target.save else (lambda: target.put(base))
+    restore_limits = target.save() if target.save else (lambda: target.put(base))
+    restore_knobs = _save_knobs(target)
+
+    def restore():
+        restore_limits()
+        restore_knobs()
     args = [op.inputs(torch.randn(op.rows, op.cols, device=device, dtype=op.dtype)) for _ in range(plan.input_sets)]
     outs = [torch.empty_like(a[0]) for a in args]
     compiled = torch.compile(op.reference, dynamic=False)
@@ -314,9 +359,9 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
              "eager_fwd": lambda i: op.reference(*args[i]),
              "compile_fwd": lambda i: compiled(*args[i])}
     candidates = _candidates(target, op.cols, op.dtype.itemsize)
-    for label, limits in candidates.items():
+    for label, candidate in candidates.items():
         for pass_name, kernel in op.passes.items():
-            calls[f"{pass_name}_{label}"] = _kernel_call(target, limits, kernel, args)
+            calls[f"{pass_name}_{label}"] = _kernel_call(target, candidate, kernel, args)
     diagnostics = [_softmax_numerics(a[0]) for a in args] if op.label.startswith("softmax") else []
     for name in diagnostics[0] if diagnostics else ():
         calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
@@ -330,7 +375,8 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     medians = {k: median(v) for k, v in samples.items()}
     entry = {"op": op.label, "dtype": str(op.dtype), "bytes_fwd": op.streams * op.rows * op.cols * op.dtype.itemsize,
              "production": list(_rows.row_tile(op.cols, op.dtype.itemsize, base)),
-             "candidates": {k: list(_rows.row_tile(op.cols, op.dtype.itemsize, v)) for k, v in candidates.items()},
+             "candidates": {k: [*_rows.row_tile(op.cols, op.dtype.itemsize, v.limits), *v.knobs.values()]
+                            for k, v in candidates.items()},
              "median_ms": medians}
     first = next(iter(op.passes))  # the pass the GB/s figure is for (its bytes: op.streams rows)
     best = min((k for k in medians if k.startswith(f"{first}_")), key=medians.get)

@@ -9,7 +9,7 @@ forward kernel and one backward kernel serve all of them, specialised by ``tl.co
   dtype before its statistics are taken (as the eager composite does, and so that the stored
   prenorm sum, the output and the backward all see the same ``s``).
 * **The statistics** (:func:`_stats_init`, :func:`_stats_add`, :func:`_stats_finish`), one helper
-  for all three ops, in fp32 (fp64 for fp64 inputs). RMSNorm takes ``mean(s^2)``. LayerNorm
+  for all three ops, in the arithmetic dtype (below). RMSNorm takes ``mean(s^2)``. LayerNorm
   shifts every row by its first element ``K`` before summing: ``mean = K + m`` with ``m`` the
   mean of ``s - K``, and the variance is the mean square of ``(s - K) - m``. A constant row then
   normalises to exactly ``bias`` (``s - K`` is exactly 0), and a row whose mean is far larger
@@ -34,8 +34,9 @@ small kernel (:func:`_sum_partials_kernel`) adds the partials of all groups in a
 atomics: results are bitwise reproducible. The partials are fp64 for fp32/fp64 inputs (the sums
 of many rows then add no error of their own) and fp32 for fp16/bf16.
 
-Numerics: arithmetic in fp32 (fp64 for fp64), results stored in the input dtype. For fp32 results
-the divisions are correctly rounded and the square root is ``sqrt_rn`` (Triton's defaults are
+Numerics: arithmetic in fp32 for fp16/bf16 inputs and in fp64 for fp32 and fp64 inputs
+(``WIDE_FP32``, below), results stored in the input dtype. With ``WIDE_FP32 = False`` fp32 rows
+compute in fp32 with correctly rounded divisions and ``sqrt_rn`` (Triton's defaults are
 approximate on a GPU, which an fp32 output shows); fp16/bf16 results take the fast forms.
 """
 
@@ -95,10 +96,11 @@ def _bwd_limits() -> _rows.TileLimits:
 
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths where the forward or backward tiling changes on this backend (test sizes),
-    the GPU backward's per-shape overrides (below) included."""
+    the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._INTERPRETING:
-        for limits in (_GPU_BWD_SPLIT, _GPU_BWD_LN16_NARROW, *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_LN16_NARROW,
+                       *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
         low, high = _LN16_NARROW  # row blocks: rows of low // 2 + 1 to high columns
         points |= {low // 2, low // 2 + 1, high, high + 1}
@@ -118,12 +120,20 @@ def block_boundaries() -> tuple[int, ...]:
 # fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
 # 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889). The
 # RMSNorm form takes it too (same kernel and traffic; verified on the H100, not timed).
-# A tiling sweep sets BWD_OVERRIDES = False, so that each candidate is timed as given.
+# GPU forward override, dropout-add-norm (tune_rows.py dropout_norm_forward; results/2026-11-24-h100-3/
+# call1): 1024 elements a program (one row of 1024, four of 256) instead of 4096, at the shared
+# 64 bytes a thread. Drawing the mask and the fp64 arithmetic of fp32 rows make its programs
+# longer than a plain norm's, and smaller ones overlap better. fp32 8192 x 1024 0.0588 -> 0.0467
+# ms (compile 0.0483; fp32 arithmetic at the old tile, 0.0564, showed that fp64 is not the cost);
+# bf16 16384 x 1024 0.0534 -> 0.0432, 8192 x 4096 0.0914 -> 0.0832, 65536 x 256 0.0507 -> 0.0440,
+# 32768 x 512 0.0622 -> 0.0444. Rows of 4096 columns or more take one row a program either way.
+# A tiling sweep sets OVERRIDES = False, so that each candidate is timed as given.
+_GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
 _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
 _GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)
 _LN16_NARROW = (512, 1024)  # the row blocks it applies to
 _DROPOUT_BWD_TILE_BYTES = 8192
-BWD_OVERRIDES = True
+OVERRIDES = True
 
 
 def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
@@ -133,7 +143,7 @@ def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
 def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _rows.TileLimits:
     """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
     exception (above) that covers these rows."""
-    if not BWD_OVERRIDES:
+    if not OVERRIDES:
         return _GPU_BWD
     block = triton.next_power_of_2(max(n, 1))
     wide = block > _GPU_BWD.max_block  # split into several column blocks
@@ -151,7 +161,7 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
 @functools.lru_cache(maxsize=1024)
 def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool = False) -> _rows.RowTile:
     if not backward:
-        limits = _fwd_limits()
+        limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not interpreting() else _fwd_limits()
     elif interpreting():
         limits = _INTERPRETER_BWD
     else:

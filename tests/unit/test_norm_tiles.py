@@ -1,6 +1,6 @@
 """The norms' GPU launch choices (``kernels._norm._tile``) and dropout's scale, checked on the CPU.
 
-The backward applies per-shape exceptions measured on the H100 after the shared limits; these
+The GPU launches apply per-shape exceptions measured on the H100 after the shared limits; these
 tests pin which shapes they reach, that they stay off under the interpreter and while a sweep
 times candidates as given, and that every tile they give is a valid one.
 """
@@ -41,14 +41,18 @@ def test_overrides_reach_only_their_shapes(on_gpu):
     for dtype in (fp32, bf16):
         tile = norm._tile(1024, dtype, True, True, False)
         assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
-    # the forward never changes
+    # the plain forward keeps the shared tile; dropout-add-norm's forward takes 1024 elements a program
     assert norm._tile(1024, bf16, False, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
+    for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16), (4096, bf16)):
+        assert norm._tile(n, dtype, False, True, False).rows == max(1, 1024 // n)
+        assert _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD).rows == 4096 // n
 
 
 def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
-    monkeypatch.setattr(norm, "BWD_OVERRIDES", False)
+    monkeypatch.setattr(norm, "OVERRIDES", False)
     for n, dtype, dropout in ((1024, torch.bfloat16, False), (16384, torch.bfloat16, False), (1024, torch.float32, True)):
         assert norm._tile(n, dtype, True, dropout, False) == _plain(n, dtype)
+        assert norm._tile(n, dtype, False, dropout, False) == _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD)
 
 
 def test_overrides_are_off_under_the_interpreter():
@@ -57,6 +61,7 @@ def test_overrides_are_off_under_the_interpreter():
         pytest.skip("this process runs kernels on a GPU; the interpreter's tiles are the CPU's")
     interpreter = _rows.row_tile(1024, 2, norm._INTERPRETER_BWD)
     assert norm._tile(1024, torch.bfloat16, True, False, False) == interpreter
+    assert norm._tile(1024, torch.bfloat16, False, True, False) == _rows.row_tile(1024, 2, norm._INTERPRETER_FWD)
 
 
 @pytest.mark.parametrize("p", [0.0, 2**-7, 0.1, 0.3, 0.5, 0.9, 1.0])
