@@ -79,8 +79,10 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # under the interpreter two tiles per group, so that small cases already produce several partials.
 _GPU_BWD_PROGRAMS_PER_SM = 2
 _INTERPRETER_TILES_PER_GROUP = 2
-# The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
+# The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step. PARTIALS_BY_TORCH
+# (a sweep's knob, tune_rows.py norm_backward_groups) sums them with torch instead.
 _GPU_PART = (32, 128)
+PARTIALS_BY_TORCH = False
 _INTERPRETER_PART = (4, 64)
 # Dropout draws four columns per Philox call, so a block is at least 4 wide.
 _MIN_DROPOUT_BLOCK = 4
@@ -775,7 +777,9 @@ def backward(
             HAS_DSUM=dsum is not None, num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)
-        if parts:
+        if parts and PARTIALS_BY_TORCH:
+            sums = partials.sum(1).to(dtype)
+        elif parts:
             group_tile, block = _rows.limits_for_backend(_GPU_PART, _INTERPRETER_PART)
             _sum_partials_kernel[(parts, triton.cdiv(n, block))](
                 partials, sums, groups, n, GROUPS=group_tile, BLOCK=block, ACC=numerics["ACC"],
