@@ -250,17 +250,17 @@ TARGETS = {
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
     # the norms' backward grid: programs per SM (each walks its group of row tiles and writes one
-    # partial row) and the software pipelining of that walk (num_stages), at the production tiles (the overrides stay on; the recorded tile is the shared
+    # partial row), at the production tiles (the overrides stay on; the recorded tile is the shared
     # limits')
     "norm_backward_groups": Target(
         lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear,
-        {"programs_per_sm": (2, 4), "num_stages": (1, 2, 3, 4, 5)},
+        {"programs_per_sm": (1, 2, 4, 8)},
         (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16), (1024, 16384, torch.bfloat16)))),
-        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM"), "num_stages": (norm, "_GPU_BWD_STAGES")}),
+        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
         lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,

@@ -77,12 +77,11 @@ _INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1
 _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
 # under the interpreter two tiles per group, so that small cases already produce several partials.
-# The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2 and 3)
-# found 2 fastest at every shape but RMSNorm's split rows (1: 0.0725 against 0.0817 ms), and 4 or
-# 8 programs 15-80% slower, with the partial rows summed by the kernel below or by torch alike: a
-# program's loop over its tiles is software-pipelined (_GPU_BWD_STAGES), which wants long loops.
+# The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
+# fastest at 9 of 10 shapes (RMSNorm's split rows: 1, 0.0725 against 0.0817 ms, within run-to-run
+# spread there), and 4 or 8 programs 15-80% slower. Neither the partials reduction (summed by torch
+# instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%) explains that.
 _GPU_BWD_PROGRAMS_PER_SM = 2
-_GPU_BWD_STAGES = 3  # Triton's default on sm_90
 _INTERPRETER_TILES_PER_GROUP = 2
 # The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
 _GPU_PART = (32, 128)
@@ -777,7 +776,7 @@ def backward(
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None, num_warps=tile.num_warps, num_stages=_GPU_BWD_STAGES, **numerics,
+            HAS_DSUM=dsum is not None, num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)
         if parts:
