@@ -79,7 +79,7 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # under the interpreter two tiles per group, so that small cases already produce several partials.
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
 # fastest at 9 of 10 shapes (RMSNorm's split rows: 1, 0.0725 against 0.0817 ms, within run-to-run
-# spread there), and 4 or 8 programs 15-80% slower. Neither the partials reduction (summed by torch
+# spread there), and 4 or 8 programs 14-83% slower. Neither the partials reduction (summed by torch
 # instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%) explains that.
 _GPU_BWD_PROGRAMS_PER_SM = 2
 _INTERPRETER_TILES_PER_GROUP = 2
