@@ -7,10 +7,12 @@ fp32 numerics cost.
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
 small tensor cannot reach the large-copy bandwidth the roofline is measured at). Candidates that
-give the same launch are timed once. For fp32 softmax shapes the production numerics (fp64 row
-sums, accurate exp) are also timed against fp32 sums and against the native exp, at the
-production tiling, to show what the accuracy costs; those variants are diagnostics, never choices
-(the harness's error budget decides the numerics). Writes every median as JSON and prints the best
+give the same launch are timed once. A target may also vary module attributes beside the limits
+(``Target.knobs``: the norms' backward programs per SM). For fp32 softmax shapes the production
+numerics (fp64 row sums, accurate exp) are also timed against fp32 sums and against the native
+exp, and fp32 dropout-add-LayerNorm's forward against fp32 arithmetic, at the production tiling,
+to show what the accuracy costs; those variants are diagnostics, never choices (the harness's
+error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [norm_backward_groups]
@@ -22,7 +24,8 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 import torch
@@ -63,7 +66,7 @@ class Target(NamedTuple):
     # returns what puts the module's production limits back; by default, put(get()) as it was
     save: Callable[[], Callable[[], None]] | None = None
     # grid names that are module attributes rather than TileLimits fields: name -> (module, attribute)
-    knobs: dict[str, tuple[object, str]] = {}
+    knobs: Mapping[str, tuple[object, str]] = MappingProxyType({})
 
 
 def _set_softmax(limits):
@@ -89,6 +92,19 @@ def _save_norm():
 
     def restore():
         norm._GPU_FWD, norm.OVERRIDES = limits, overrides
+    return restore
+
+
+def _set_dropout_norm_forward(limits):
+    """dropout-add-norm's forward has its own limits (the overrides stay on: they apply them)."""
+    norm._GPU_FWD_DROPOUT = limits
+
+
+def _save_dropout_norm_forward():
+    limits = norm._GPU_FWD_DROPOUT
+
+    def restore():
+        norm._GPU_FWD_DROPOUT = limits
     return restore
 
 
@@ -191,9 +207,10 @@ def _add_mul_relu_op(rows, cols, dtype):
 
 
 def _dropout_norm_forward_op(rows, cols, dtype):
-    """dropout-add-LayerNorm's forward (p = 0.1, the prenorm sum not stored: the benchmark's case);
-    eager and compile time the composite. fp32 also times the production tiling with fp32
-    arithmetic (``diag_fp32``: what the fp64 arithmetic of fp32 rows costs; a diagnostic)."""
+    """dropout-add-LayerNorm's forward (p = 0.1, the prenorm sum not stored: the benchmark's
+    forward; training stores it, which the harness's forward+backward benchmark times); eager and
+    compile time the composite. fp32 also times the production tile with fp32 arithmetic
+    (``diag_fp32``: what the fp64 arithmetic of fp32 rows costs there; a diagnostic)."""
     dropout = norm.Dropout.of(0.1, 1234)
 
     def inputs(x):
@@ -263,12 +280,12 @@ TARGETS = {
         knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
-        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        lambda: norm._GPU_FWD_DROPOUT, _set_dropout_norm_forward, norm._tile.cache_clear,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
                                                      (32768, 512, torch.bfloat16))),
-        save=_save_norm),
+        save=_save_dropout_norm_forward),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
@@ -367,7 +384,10 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     for name in diagnostics[0] if diagnostics else ():
         calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
     if op.label.startswith("dropout_add_layer_norm forward") and op.dtype == torch.float32:
-        calls["diag_fp32"] = lambda i: _fp32_arithmetic(lambda: op.passes["fwd"](*args[i]))
+        # at the production tile: each timed call sets its own launch, so the diagnostic must too
+        production = Candidate(base, {name: getattr(*where) for name, where in target.knobs.items()})
+        calls["diag_fp32"] = _kernel_call(target, production, lambda *a: _fp32_arithmetic(lambda: op.passes["fwd"](*a)),
+                                          args)
     try:
         samples = time_interleaved(calls, device, plan)
     finally:
@@ -383,7 +403,7 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     best = min((k for k in medians if k.startswith(f"{first}_")), key=medians.get)
     print(f"{op.label} {op.dtype}: copy {medians['copy_fwd']:.4f} eager forward {medians['eager_fwd']:.4f} "
           f"compile forward {medians['compile_fwd']:.4f} best {first} {best} {medians[best]:.4f} ms "
-          f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), the shared limits' tile {entry['production']}")
+          f"({entry['bytes_fwd'] / medians[best] / 1e6:.0f} GB/s), the target's limits' tile {entry['production']}")
     for k, v in sorted(medians.items()):
         print(f"   {k:44s} {v:.4f} {entry['candidates'].get(k.split('_', 1)[1], '')}")
     return entry
