@@ -359,6 +359,14 @@ def _kernel_call(target: Target, candidate: Candidate, kernel: Callable, args: l
     return call
 
 
+def _fp32_diagnostic(target: Target, op: Op, base: _rows.TileLimits, args: list[tuple]) -> Callable[[int], object]:
+    """The op's first pass with fp32 arithmetic, at the production launch (``base`` and the knobs'
+    current values): every timed call sets its own launch, so the diagnostic must set its own too."""
+    production = Candidate(base, {name: getattr(*where) for name, where in target.knobs.items()})
+    first = next(iter(op.passes.values()))
+    return _kernel_call(target, production, lambda *a: _fp32_arithmetic(lambda: first(*a)), args)
+
+
 def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     """Time every distinct candidate of ``target``'s grid on ``op``, with the peers beside them."""
     device = torch.device("cuda", 0)
@@ -384,10 +392,7 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     for name in diagnostics[0] if diagnostics else ():
         calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
     if op.label.startswith("dropout_add_layer_norm forward") and op.dtype == torch.float32:
-        # at the production tile: each timed call sets its own launch, so the diagnostic must too
-        production = Candidate(base, {name: getattr(*where) for name, where in target.knobs.items()})
-        calls["diag_fp32"] = _kernel_call(target, production, lambda *a: _fp32_arithmetic(lambda: op.passes["fwd"](*a)),
-                                          args)
+        calls["diag_fp32"] = _fp32_diagnostic(target, op, base, args)
     try:
         samples = time_interleaved(calls, device, plan)
     finally:

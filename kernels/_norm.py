@@ -60,7 +60,8 @@ DTYPES = FLOAT_DTYPES + (torch.float64,)
 # ----------------------------------------------------------------------------------------------
 # GPU forward: rows up to 16384 columns stay in registers (one read, one write); a row of 16384 in
 # fp32 registers plus the weight and bias blocks use 192 KB of the 256 KB register file at 32
-# warps, so that is the ceiling. target_elems sets how many short rows share a program. 64 bytes
+# warps, so that is the ceiling. target_elems sets how many short rows share a program
+# (dropout-add-norm takes fewer: _GPU_FWD_DROPOUT below). 64 bytes
 # of input a thread (half the warps of 32): fewer warps make the row reductions cheaper, and the
 # H100 sweep (benchmarks/tune_rows.py) measured LayerNorm's forward 4-20% faster with it
 # (1024x16384 bf16: 0.033 ms against 0.041), RMSNorm's within 1%.
@@ -78,8 +79,9 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
 # under the interpreter two tiles per group, so that small cases already produce several partials.
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
-# fastest at 9 of 10 shapes (RMSNorm's split rows: 1, 0.0725 against 0.0817 ms, within run-to-run
-# spread there), and 4 or 8 programs 14-83% slower. Neither the partials reduction (summed by torch
+# fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. RMSNorm's split rows (1024 x
+# 16384 bf16) were 11% faster at 1 program in calls 2 and 3 (0.0725 against 0.0817 ms, 0.0732
+# against 0.0821): not taken yet, as an override of one shape would need its own GPU verification. Neither the partials reduction (summed by torch
 # instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%) explains that.
 _GPU_BWD_PROGRAMS_PER_SM = 2
 _INTERPRETER_TILES_PER_GROUP = 2
@@ -111,8 +113,9 @@ def block_boundaries() -> tuple[int, ...]:
     return tuple(sorted(points))
 
 
-# GPU backward overrides, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py
-# norm_backward; results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
+# GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all).
+# Backward, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py norm_backward;
+# results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
 # * 16-bit rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x
 #   16384 bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842. Not for fp32/fp64: not
 #   swept, and compiled for sm_90 two rows spill (12 and 192 bytes);
@@ -128,10 +131,12 @@ def block_boundaries() -> tuple[int, ...]:
 # call1): 1024 elements a program (one row of 1024, four of 256) instead of 4096, at the shared
 # 64 bytes a thread. Drawing the mask and the fp64 arithmetic of fp32 rows make its programs
 # longer than a plain norm's, and smaller ones overlap better. fp32 8192 x 1024 0.0588 -> 0.0467
-# ms (compile 0.0483; fp32 arithmetic at the old tile, 0.0564, showed that fp64 is not the cost);
+# ms (compile 0.0483; the same tile with fp32 arithmetic, call 5: 0.0427, so fp64 costs 9%);
 # bf16 16384 x 1024 0.0534 -> 0.0432, 8192 x 4096 0.0914 -> 0.0832, 65536 x 256 0.0507 -> 0.0440,
 # 32768 x 512 0.0622 -> 0.0444. Rows of 4096 columns or more take one row a program either way.
-# A tiling sweep sets OVERRIDES = False, so that each candidate is timed as given.
+# Swept for dropout-add-LayerNorm; the RMSNorm form takes it too (same kernel and traffic).
+# The sweeps of the shared limits set OVERRIDES = False, so that each candidate is timed as given;
+# dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
 _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
 _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
 _GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)

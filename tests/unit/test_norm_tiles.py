@@ -43,9 +43,12 @@ def test_overrides_reach_only_their_shapes(on_gpu):
         assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
     # the plain forward keeps the shared tile; dropout-add-norm's forward takes 1024 elements a program
     assert norm._tile(1024, bf16, False, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
-    for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16), (4096, bf16)):
-        assert norm._tile(n, dtype, False, True, False).rows == max(1, 1024 // n)
-        assert _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD).rows == 4096 // n
+    for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16)):
+        dropout, plain = norm._tile(n, dtype, False, True, False), norm._tile(n, dtype, False, False, False)
+        assert (dropout.rows, plain.rows) == (1024 // n, 4096 // n)
+        assert dropout.num_warps == plain.num_warps * dropout.rows // plain.rows  # the same bytes a thread
+    # rows of 4096 or more: one row a program either way, the same launch
+    assert norm._tile(4096, bf16, False, True, False) == norm._tile(4096, bf16, False, False, False)
 
 
 def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):

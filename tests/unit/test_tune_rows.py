@@ -1,0 +1,66 @@
+"""The tiling sweep's own machinery (``benchmarks/tune_rows.py``), on the CPU: which launches it
+times, that it puts every module setting back, and that its diagnostics run at the production
+launch rather than at whichever candidate ran before them."""
+
+import pytest
+import torch
+
+import kernels._norm as norm
+from benchmarks import tune_rows
+from kernels import _rows
+
+
+@pytest.fixture
+def on_gpu(monkeypatch):
+    """Tiles as a GPU chooses them (no kernel is launched by these tests)."""
+    monkeypatch.setattr(norm, "interpreting", lambda: False)
+    monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
+    monkeypatch.setattr(_rows, "_INTERPRETING", False)
+    norm._tile.cache_clear()
+    yield
+    norm._tile.cache_clear()
+
+
+def _spy(cols, dtype):
+    """A pass that reports the dropout forward's tile and the fp32 arithmetic flag it would run with."""
+    return lambda *args: (norm._tile(cols, dtype, False, True, False), norm._WIDE)
+
+
+def test_module_knobs_are_candidates_of_their_own():
+    target = tune_rows.TARGETS["norm_backward_groups"]
+    candidates = tune_rows._candidates(target, 1024, 4)
+    values = target.grid["programs_per_sm"]
+    assert [c.knobs for c in candidates.values()] == [{"programs_per_sm": v} for v in values]
+    assert all(c.limits == target.get() for c in candidates.values())  # the knob is not a TileLimits field
+
+
+def test_a_candidate_call_sets_its_knob_and_the_sweep_puts_it_back():
+    target = tune_rows.TARGETS["norm_backward_groups"]
+    before = norm._GPU_BWD_PROGRAMS_PER_SM
+    restore = tune_rows._save_knobs(target)
+    seen = []
+    candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": before + 3})
+    tune_rows._kernel_call(target, candidate, lambda: seen.append(norm._GPU_BWD_PROGRAMS_PER_SM), [()])(0)
+    restore()
+    assert seen == [before + 3] and norm._GPU_BWD_PROGRAMS_PER_SM == before
+
+
+def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
+    target = tune_rows.TARGETS["dropout_norm_forward"]
+    cols, fp32 = 1024, torch.float32
+    production = _rows.row_tile(cols, 4, norm._GPU_FWD_DROPOUT)
+    op = tune_rows.Op("dropout_add_layer_norm forward 8x1024", 8, cols, fp32, lambda x: (x,),
+                      {"fwd": _spy(cols, fp32)}, lambda x: x)
+    base = target.get()  # as tune_op takes it, before any call
+    restore = target.save()
+    try:
+        candidates = tune_rows._candidates(target, cols, 4)
+        other = next(c for c in candidates.values() if _rows.row_tile(cols, 4, c.limits) != production)
+        tile, _ = tune_rows._kernel_call(target, other, op.passes["fwd"], [()])(0)
+        assert tile != production  # the candidate's launch is in place...
+        tile, wide = tune_rows._fp32_diagnostic(target, op, base, [()])(0)
+    finally:
+        restore()
+    assert tile == production  # ...and the diagnostic sets the production one back
+    assert fp32 not in wide  # with fp32 arithmetic, for that call only
+    assert fp32 in norm._WIDE and norm._GPU_FWD_DROPOUT == base
