@@ -1,7 +1,7 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
 LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
-``norm_backward_groups``), dropout-add-LayerNorm (``dropout_norm_forward``, ``dropout_norm_backward``),
-and the elementwise family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's
+``norm_backward_groups``, and with the next tile loaded ahead, ``norm_backward_prefetch``),
+dropout-add-LayerNorm (``dropout_norm_forward``, ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's
 fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
@@ -16,7 +16,7 @@ error budget decides the numerics). Writes every median as JSON and prints the b
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [norm_backward_groups]
-        [dropout_norm_backward] [dropout_norm_forward] [elementwise]
+        [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
 """
 
 from __future__ import annotations
@@ -267,17 +267,26 @@ TARGETS = {
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
     # the norms' backward grid: programs per SM (each walks its group of row tiles and writes one
-    # partial row), at the production tiles (the overrides stay on; the recorded tile is the shared
+    # partial row) and whether it loads its next tile ahead, at the production tiles (the overrides stay on; the recorded tile is the shared
     # limits')
     "norm_backward_groups": Target(
         lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear,
-        {"programs_per_sm": (1, 2, 4, 8)},
+        {"programs_per_sm": (2, 4), "prefetch": (False, True)},
         (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16), (1024, 16384, torch.bfloat16)))),
-        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM")}),
+        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
+    # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
+    # where the backward trails compile and issue 4's fp32 dropout case
+    "norm_backward_prefetch": Target(
+        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64), "prefetch": (True,)},
+        (_dropout_norm_backward_op(8192, 1024, torch.float32),
+         *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16))),
+         *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (32768, 512, torch.bfloat16)))),
+        save=_save_norm_backward, knobs={"prefetch": (norm, "BWD_PREFETCH")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
         lambda: norm._GPU_FWD_DROPOUT, _set_dropout_norm_forward, norm._tile.cache_clear,

@@ -84,6 +84,10 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # against 0.0821): not taken yet, as an override of one shape would need its own GPU verification. Neither the partials reduction (summed by torch
 # instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%) explains that.
 _GPU_BWD_PROGRAMS_PER_SM = 2
+# Rows within one block: each program loads its next row tile before the arithmetic of this one,
+# so that two tiles' loads are in flight (Triton does not pipeline this loop itself: num_stages
+# made no difference). A sweep's knob (tune_rows.py norm_backward_groups).
+BWD_PREFETCH = True
 _INTERPRETER_TILES_PER_GROUP = 2
 # The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
 _GPU_PART = (32, 128)
@@ -531,6 +535,22 @@ def _row_means(gx, g, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr):
 
 
 @triton.jit
+def _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows, s_inner, s_so, s_si, g_inner, g_so, g_si,
+                    BLOCK: tl.constexpr):
+    """One backward row tile's inputs as stored (s, dy) and its statistics (K, m, rstd)."""
+    mask = row_ok[:, None] & col_ok
+    s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
+    g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    s = tl.load(s_ptr + s_off + cols, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + g_off + cols, mask=mask, other=0.0)
+    k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
+    m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
+    rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
+    return s, dy, k, m, rstd
+
+
+@triton.jit
 def _grad_rows(g, xhat, rstd, c1, c2, RMS: tl.constexpr):
     """d loss / d s = rstd * (g - xhat * c1 [- c2]), g = dy * (weight + offset)."""
     if RMS:
@@ -546,7 +566,7 @@ def _norm_bwd_kernel(
     s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
-    DROPOUT: tl.constexpr, HAS_DSUM: tl.constexpr, DRAW: tl.constexpr,
+    DROPOUT: tl.constexpr, HAS_DSUM: tl.constexpr, DRAW: tl.constexpr, PREFETCH: tl.constexpr,
     COMPUTE: tl.constexpr, ACC: tl.constexpr, PRECISE: tl.constexpr,
 ):
     # ds = d loss / d s (the norm's input): written to ds_ptr. With DROPOUT, dx = ds * keep * scale
@@ -561,18 +581,21 @@ def _norm_bwd_kernel(
         acc_dw = tl.full([ROWS, BLOCK], 0.0, ACC)
         acc_db = tl.full([ROWS, BLOCK], 0.0, ACC)
         acc_dxb = tl.full([ROWS, BLOCK], 0.0, ACC)
+        first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
+        s_raw, dy_raw, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
+                                                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
         for t in range(0, tiles_per_group):
             rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
             row_ok = rows < n_rows
             mask = row_ok[:, None] & col_ok
             dense = rows.to(tl.int64)[:, None] * n_cols
-            s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
-            g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
-            s = tl.load(s_ptr + s_off + cols, mask=mask, other=0.0).to(COMPUTE)
-            dy = tl.load(dy_ptr + g_off + cols, mask=mask, other=0.0).to(COMPUTE)
-            k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
-            m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
-            rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
+            s = s_raw.to(COMPUTE)
+            dy = dy_raw.to(COMPUTE)
+            if PREFETCH:  # the next tile's loads go out before this tile's arithmetic
+                ahead = rows + ROWS
+                s_raw, dy_raw, k_next, m_next, rstd_next = _bwd_tile_loads(
+                    s_ptr, dy_ptr, stats_ptr, ahead, (ahead < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
+                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
             xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
             g = dy * wv
             c1, c2 = _row_means(g * xhat, g, n_f, RMS, PRECISE)
@@ -591,6 +614,13 @@ def _norm_bwd_kernel(
                 acc_dw += tl.where(mask, dy * xhat, 0.0).to(ACC)
             if DB:
                 acc_db += dy.to(ACC)
+            if PREFETCH:
+                k, m, rstd = k_next, m_next, rstd_next
+            else:
+                nxt = rows + ROWS
+                s_raw, dy_raw, k, m, rstd = _bwd_tile_loads(
+                    s_ptr, dy_ptr, stats_ptr, nxt, (nxt < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
+                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
         if DW:
             tl.store(dw_part + part_row + cols, tl.sum(acc_dw, axis=0)[None, :], mask=col_ok)
         if DB:
@@ -781,7 +811,7 @@ def backward(
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None, num_warps=tile.num_warps, **numerics,
+            HAS_DSUM=dsum is not None, PREFETCH=BWD_PREFETCH, num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)
         if parts:

@@ -2,6 +2,8 @@
 times, that it puts every module setting back, and that its diagnostics run at the production
 launch rather than at whichever candidate ran before them."""
 
+import itertools
+
 import pytest
 import torch
 
@@ -28,10 +30,11 @@ def _spy(cols, dtype):
 
 def test_module_knobs_are_candidates_of_their_own():
     target = tune_rows.TARGETS["norm_backward_groups"]
+    assert set(target.grid) == set(target.knobs)  # knobs only: every candidate has the same tile
     candidates = tune_rows._candidates(target, 1024, 4)
-    values = target.grid["programs_per_sm"]
-    assert [c.knobs for c in candidates.values()] == [{"programs_per_sm": v} for v in values]
-    assert all(c.limits == target.get() for c in candidates.values())  # the knob is not a TileLimits field
+    expected = [dict(zip(target.grid, values)) for values in itertools.product(*target.grid.values())]
+    assert [c.knobs for c in candidates.values()] == expected and len(expected) > 1
+    assert all(c.limits == target.get() for c in candidates.values())  # a knob is not a TileLimits field
 
 
 def test_a_candidate_call_sets_its_knob_and_the_sweep_puts_it_back():
