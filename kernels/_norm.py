@@ -79,15 +79,18 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
 # under the interpreter two tiles per group, so that small cases already produce several partials.
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
-# fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. RMSNorm's split rows (1024 x
-# 16384 bf16) were 11% faster at 1 program in calls 2 and 3 (0.0725 against 0.0817 ms, 0.0732
-# against 0.0821): not taken yet, as an override of one shape would need its own GPU verification. Neither the partials reduction (summed by torch
-# instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%) explains that.
+# fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
+# (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
+# explains that. RMSNorm's split rows (1024 x 16384 bf16) were 11% faster at 1 program in calls 2
+# and 3 (0.0725 against 0.0817 ms, 0.0732 against 0.0821): not taken yet, as an override of one
+# shape would need its own GPU verification.
 _GPU_BWD_PROGRAMS_PER_SM = 2
-# Rows within one block: each program loads its next row tile before the arithmetic of this one,
-# so that two tiles' loads are in flight (Triton does not pipeline this loop itself: num_stages
-# made no difference). A sweep's knob (tune_rows.py norm_backward_groups).
-BWD_PREFETCH = True
+# Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
+# this one, so that two tiles' loads are in flight; Triton does not pipeline this loop itself
+# (num_stages made no difference). It holds two tiles' inputs in registers, which helps some
+# shapes and hurts others, so the measured rule (_bwd_prefetch) decides. BWD_PREFETCH True or
+# False forces it (a sweep's knob: tune_rows.py norm_backward_groups, norm_backward_prefetch).
+BWD_PREFETCH: bool | None = None
 _INTERPRETER_TILES_PER_GROUP = 2
 # The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
 _GPU_PART = (32, 128)
@@ -109,11 +112,11 @@ def block_boundaries() -> tuple[int, ...]:
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._INTERPRETING:
-        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_LN16_NARROW,
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_NARROW16, _GPU_BWD_DROPOUT_FP32,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
-        low, high = _LN16_NARROW  # row blocks: rows of low // 2 + 1 to high columns
-        points |= {low // 2, low // 2 + 1, high, high + 1}
+        for low, high in (_NARROW16, _PREFETCH_RMS16):  # row blocks: rows of low // 2 + 1 to high columns
+            points |= {low // 2, low // 2 + 1, high, high + 1}
     return tuple(sorted(points))
 
 
@@ -123,9 +126,18 @@ def block_boundaries() -> tuple[int, ...]:
 # * 16-bit rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x
 #   16384 bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842. Not for fp32/fp64: not
 #   swept, and compiled for sm_90 two rows spill (12 and 192 bytes);
-# * 16-bit LayerNorm rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). 16384 x 1024
-#   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674. RMSNorm was 1-4% slower so (it keeps 8),
-#   and 256-wide rows (16 a tile) 9% slower for LayerNorm too.
+# * 16-bit rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). LayerNorm 16384 x 1024
+#   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674; 256-wide rows (16 a tile) were 9% slower.
+#   RMSNorm was 1-4% slower so without prefetch, and faster with it (below).
+# Prefetch (results/2026-11-24-h100-3/call6; tune_rows.py norm_backward_prefetch and
+# norm_backward_groups), where it measured faster than the loop without it (calls 3-4):
+# * 16-bit RMSNorm rows of 256 to 1024: 32768 x 512 0.0619 -> 0.0550 ms (4 warps), 16384 x 1024
+#   fp16 0.0595 -> 0.0575 (4 warps), 65536 x 256 0.0584 -> 0.0557 (the shared tile);
+# * 16-bit LayerNorm rows of 1024 (4 warps, above): 16384 x 1024 fp16 0.0640 -> 0.0599. At 512 it
+#   tied (0.0672, 0.0667), at 4096 it was slower (0.1019 -> 0.1108), and at 256 mixed;
+# * fp32 dropout-add-norm rows of 1024, one row a tile at 4 warps (_GPU_BWD_DROPOUT_FP32): 8192 x
+#   1024 0.0923 -> 0.0783 ms (issue 4's case). At the 8 KB tile it was slower (0.1215), as it was
+#   for bf16 16384 x 1024 (0.0931 against 0.0888).
 # Dropout-add-norm's backward (tune_rows.py dropout_norm_backward; results/.../call9), rows within one
 # block: 8 KB of input a tile at 64 bytes a thread (4 warps; _dropout_bwd_limits). 8192 x 1024
 # fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
@@ -143,8 +155,10 @@ def block_boundaries() -> tuple[int, ...]:
 # dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
 _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
 _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
-_GPU_BWD_LN16_NARROW = _GPU_BWD._replace(thread_bytes=64)
-_LN16_NARROW = (512, 1024)  # the row blocks it applies to
+_GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
+_NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
+_GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
+_PREFETCH_RMS16 = (256, 1024)  # row blocks of 16-bit RMSNorm that prefetch
 _DROPOUT_BWD_TILE_BYTES = 8192
 OVERRIDES = True
 
@@ -161,14 +175,34 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
     block = triton.next_power_of_2(max(n, 1))
     wide = block > _GPU_BWD.max_block  # split into several column blocks
     if dropout:
-        return _GPU_BWD if wide else _dropout_bwd_limits(dtype.itemsize)  # split rows: not swept
+        if wide:
+            return _GPU_BWD  # split rows: not swept
+        return _GPU_BWD_DROPOUT_FP32 if dtype == torch.float32 and block == 1024 else _dropout_bwd_limits(dtype.itemsize)
     if dtype.itemsize != 2:
         return _GPU_BWD
     if wide:
         return _GPU_BWD_SPLIT
-    if not rms and _LN16_NARROW[0] <= block <= _LN16_NARROW[1]:
-        return _GPU_BWD_LN16_NARROW
+    if _NARROW16[0] <= block <= _NARROW16[1]:
+        return _GPU_BWD_NARROW16
     return _GPU_BWD
+
+
+def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
+    """Whether the backward prefetches row tiles for rows of n elements (the rule above). Under
+    the interpreter by dtype and op alone, so that CPU tests run both forms of the loop."""
+    if BWD_PREFETCH is not None:
+        return BWD_PREFETCH
+    sixteen = dtype.itemsize == 2
+    if interpreting():
+        return dtype == torch.float32 if dropout else sixteen
+    block = triton.next_power_of_2(max(n, 1))
+    if not OVERRIDES or block > _GPU_BWD.max_block:
+        return False
+    if dropout:
+        return dtype == torch.float32 and block == 1024
+    if not sixteen:
+        return False
+    return _PREFETCH_RMS16[0] <= block <= _PREFETCH_RMS16[1] if rms else block == 1024
 
 
 @functools.lru_cache(maxsize=1024)
@@ -581,21 +615,27 @@ def _norm_bwd_kernel(
         acc_dw = tl.full([ROWS, BLOCK], 0.0, ACC)
         acc_db = tl.full([ROWS, BLOCK], 0.0, ACC)
         acc_dxb = tl.full([ROWS, BLOCK], 0.0, ACC)
-        first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
-        s_raw, dy_raw, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
-                                                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+        if PREFETCH:  # the group's first tile, loaded before the loop
+            first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
+            s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
+                s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
+                s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
         for t in range(0, tiles_per_group):
             rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
             row_ok = rows < n_rows
             mask = row_ok[:, None] & col_ok
             dense = rows.to(tl.int64)[:, None] * n_cols
-            s = s_raw.to(COMPUTE)
-            dy = dy_raw.to(COMPUTE)
-            if PREFETCH:  # the next tile's loads go out before this tile's arithmetic
+            if PREFETCH:  # this tile's inputs came with the previous step; the next tile's go out now
+                s, dy, k, m, rstd = s_next, dy_next, k_next, m_next, rstd_next
                 ahead = rows + ROWS
-                s_raw, dy_raw, k_next, m_next, rstd_next = _bwd_tile_loads(
+                s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
                     s_ptr, dy_ptr, stats_ptr, ahead, (ahead < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
                     s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+            else:
+                s, dy, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows,
+                                                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+            s = s.to(COMPUTE)
+            dy = dy.to(COMPUTE)
             xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
             g = dy * wv
             c1, c2 = _row_means(g * xhat, g, n_f, RMS, PRECISE)
@@ -614,13 +654,6 @@ def _norm_bwd_kernel(
                 acc_dw += tl.where(mask, dy * xhat, 0.0).to(ACC)
             if DB:
                 acc_db += dy.to(ACC)
-            if PREFETCH:
-                k, m, rstd = k_next, m_next, rstd_next
-            else:
-                nxt = rows + ROWS
-                s_raw, dy_raw, k, m, rstd = _bwd_tile_loads(
-                    s_ptr, dy_ptr, stats_ptr, nxt, (nxt < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
-                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
         if DW:
             tl.store(dw_part + part_row + cols, tl.sum(acc_dw, axis=0)[None, :], mask=col_ok)
         if DB:
@@ -811,7 +844,8 @@ def backward(
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None, PREFETCH=BWD_PREFETCH, num_warps=tile.num_warps, **numerics,
+            HAS_DSUM=dsum is not None, PREFETCH=_bwd_prefetch(n, dtype, rms, dropout is not None),
+            num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)
         if parts:

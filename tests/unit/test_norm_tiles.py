@@ -28,19 +28,21 @@ def _plain(n, dtype):
 
 def test_overrides_reach_only_their_shapes(on_gpu):
     bf16, fp32 = torch.bfloat16, torch.float32
-    # 16-bit LayerNorm rows of 512-1024: fewer warps; RMSNorm and 256-wide rows keep the shared tile
-    assert norm._tile(1024, bf16, True, False, False).num_warps < _plain(1024, bf16).num_warps
-    assert norm._tile(1024, bf16, True, False, True) == _plain(1024, bf16)
-    assert norm._tile(256, bf16, True, False, False) == _plain(256, bf16)
+    # 16-bit rows of 512-1024: fewer warps, both norms; 256-wide rows keep the shared tile
+    for rms in (False, True):
+        assert norm._tile(1024, bf16, True, False, rms).num_warps < _plain(1024, bf16).num_warps
+        assert norm._tile(512, bf16, True, False, rms).num_warps < _plain(512, bf16).num_warps
+        assert norm._tile(256, bf16, True, False, rms) == _plain(256, bf16)
     assert norm._tile(1024, fp32, True, False, False) == _plain(1024, fp32)
     # rows wider than a block: more rows a tile, for both norms
     wide = norm._tile(16384, bf16, True, False, True)
     assert wide.col_blocks > 1 and wide.rows > _plain(16384, bf16).rows
     assert norm._tile(16384, fp32, True, False, True) == _plain(16384, fp32)  # not swept; spills
-    # dropout-add-norm: 8 KB of input a tile whatever the dtype
-    for dtype in (fp32, bf16):
-        tile = norm._tile(1024, dtype, True, True, False)
+    # dropout-add-norm: 8 KB of input a tile whatever the dtype, but fp32 rows of 1024: one row, 4 warps
+    for n, dtype in ((1024, bf16), (512, fp32), (2048, fp32)):
+        tile = norm._tile(n, dtype, True, True, False)
         assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
+    assert norm._tile(1024, fp32, True, True, False)[:3] == (1024, 1, 4)
     # the plain forward keeps the shared tile; dropout-add-norm's forward takes 1024 elements a program
     assert norm._tile(1024, bf16, False, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
     for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16)):
@@ -90,3 +92,36 @@ def test_fp32_prenorm_sum_is_correctly_rounded_where_it_cancels():
     exact = (x.double() * keep.double() / (1 - p) + residual.double()).float()
     assert keep.float().mean() > 0.9  # most elements take the cancelling path
     assert torch.equal(s, exact)
+
+
+@pytest.mark.parametrize("n, dtype, rms, dropout, expected", [
+    (1024, torch.float32, False, True, True),  # fp32 dropout-add-norm, rows of 1024 only
+    (512, torch.float32, False, True, False),
+    (2048, torch.float32, False, True, False),
+    (1024, torch.bfloat16, False, True, False),
+    (256, torch.bfloat16, True, False, True),  # 16-bit RMSNorm, rows of 256-1024
+    (1024, torch.float16, True, False, True),
+    (128, torch.bfloat16, True, False, False),
+    (2048, torch.bfloat16, True, False, False),
+    (1024, torch.bfloat16, False, False, True),  # 16-bit LayerNorm, rows of 1024 only
+    (512, torch.bfloat16, False, False, False),
+    (1024, torch.float32, True, False, False),
+    (16384, torch.bfloat16, True, False, False),  # split rows: the prefetching loop is the single-block one
+])
+def test_prefetch_reaches_only_its_shapes(on_gpu, n, dtype, rms, dropout, expected):
+    assert norm._bwd_prefetch(n, dtype, rms, dropout) is expected
+
+
+def test_prefetch_is_off_in_a_sweep_unless_forced(on_gpu, monkeypatch):
+    monkeypatch.setattr(norm, "OVERRIDES", False)
+    assert not norm._bwd_prefetch(1024, torch.float32, False, True)
+    monkeypatch.setattr(norm, "BWD_PREFETCH", True)
+    assert norm._bwd_prefetch(4096, torch.float64, False, False)
+
+
+def test_the_interpreter_runs_both_forms_of_the_backward_loop():
+    if not norm.interpreting():
+        pytest.skip("this process runs kernels on a GPU; the interpreter's rule is the CPU's")
+    forms = {norm._bwd_prefetch(48, dtype, rms, dropout) for dtype in (torch.float32, torch.bfloat16)
+             for rms in (False, True) for dropout in (False, True)}
+    assert forms == {False, True}
