@@ -133,8 +133,10 @@ def block_boundaries() -> tuple[int, ...]:
 # norm_backward_groups), where it measured faster than the loop without it (calls 3-4):
 # * 16-bit RMSNorm rows of 256 to 1024: 32768 x 512 0.0619 -> 0.0550 ms (4 warps), 16384 x 1024
 #   fp16 0.0595 -> 0.0575 (4 warps), 65536 x 256 0.0584 -> 0.0557 (the shared tile);
-# * 16-bit LayerNorm rows of 1024 (4 warps, above): 16384 x 1024 fp16 0.0640 -> 0.0599. At 512 it
-#   tied (0.0672, 0.0667), at 4096 it was slower (0.1019 -> 0.1108), and at 256 mixed;
+# * not LayerNorm: rows of 1024 were 6% faster in the backward sweep (fp16 16384 x 1024 0.0640 ->
+#   0.0599 ms), but forward+backward in the harness benchmark was 2.2% slower there (call 7, the
+#   gate's regression; bf16 1.7% faster, not significant); at 512 it tied, at 4096 it was slower
+#   (0.1019 -> 0.1108), at 256 mixed;
 # * fp32 dropout-add-norm rows of 1024, one row a tile at 4 warps (_GPU_BWD_DROPOUT_FP32): 8192 x
 #   1024 0.0923 -> 0.0783 ms (issue 4's case). At the 8 KB tile it was slower (0.1215), as it was
 #   for bf16 16384 x 1024 (0.0931 against 0.0888).
@@ -202,7 +204,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
         return dtype == torch.float32 and block == 1024
     if not sixteen:
         return False
-    return _PREFETCH_RMS16[0] <= block <= _PREFETCH_RMS16[1] if rms else block == 1024
+    return rms and _PREFETCH_RMS16[0] <= block <= _PREFETCH_RMS16[1]
 
 
 @functools.lru_cache(maxsize=1024)
