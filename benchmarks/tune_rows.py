@@ -1,8 +1,9 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
 LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
-``norm_backward_groups``, and with the next tile loaded ahead, ``norm_backward_prefetch``),
-dropout-add-LayerNorm (``dropout_norm_forward``, ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one tiling); and time what softmax's
-fp32 numerics cost.
+``norm_backward_groups`` and ``norm_backward_split``, and with the next tile loaded ahead,
+``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
+``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
+tiling); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -16,7 +17,7 @@ error budget decides the numerics). Writes every median as JSON and prints the b
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [norm_backward_groups]
-        [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
+        [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
 """
 
 from __future__ import annotations
@@ -277,7 +278,13 @@ TARGETS = {
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16), (1024, 16384, torch.bfloat16)))),
-        knobs={"programs_per_sm": (norm, "_GPU_BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
+        knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
+    # the same for rows wider than one block (the two-pass loop), for the three ops
+    "norm_backward_split": Target(
+        lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear, {"programs_per_sm": (1, 2, 4)},
+        (_dropout_norm_backward_op(1024, 16384, torch.bfloat16), _norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
+         _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16), _norm_backward_op("rms_norm", 2048, 16384, torch.float16)),
+        knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(

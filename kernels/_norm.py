@@ -81,10 +81,11 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
 # fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
 # (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
-# explains that. RMSNorm's split rows (1024 x 16384 bf16) were 11% faster at 1 program in calls 2
-# and 3 (0.0725 against 0.0817 ms, 0.0732 against 0.0821): not taken yet, as an override of one
-# shape would need its own GPU verification.
+# explains that. 16-bit RMSNorm rows wider than one block take 1 (_bwd_programs_per_sm): 1024 x
+# 16384 bf16 was 11% faster so in calls 2 and 3 (0.0725 against 0.0817 ms, 0.0732 against 0.0821).
+# BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups).
 _GPU_BWD_PROGRAMS_PER_SM = 2
+BWD_PROGRAMS_PER_SM: int | None = None
 # Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
 # this one, so that two tiles' loads are in flight; Triton does not pipeline this loop itself
 # (num_stages made no difference). It holds two tiles' inputs in registers, which helps some
@@ -250,11 +251,21 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def _tiles_per_group(t: torch.Tensor, row_tiles: int) -> int:
+def _bwd_programs_per_sm(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> int:
+    """Backward programs per SM for rows of n elements: the shared count, or the measured exception."""
+    if BWD_PROGRAMS_PER_SM is not None:
+        return BWD_PROGRAMS_PER_SM
+    split = triton.next_power_of_2(max(n, 1)) > _GPU_BWD.max_block
+    if OVERRIDES and rms and not dropout and dtype.itemsize == 2 and split:
+        return 1
+    return _GPU_BWD_PROGRAMS_PER_SM
+
+
+def _tiles_per_group(t: torch.Tensor, row_tiles: int, programs_per_sm: int) -> int:
     """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
     if t.device.type != "cuda":
         return _INTERPRETER_TILES_PER_GROUP
-    groups = max(1, min(row_tiles, _GPU_BWD_PROGRAMS_PER_SM * _sm_count(t.device.index or 0)))
+    groups = max(1, min(row_tiles, programs_per_sm * _sm_count(t.device.index or 0)))
     return triton.cdiv(row_tiles, groups)
 
 
@@ -828,7 +839,7 @@ def backward(
     h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
     tile = _tile(n, dtype, backward=True, dropout=dropout is not None, rms=rms)
     row_tiles = triton.cdiv(s_rows.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(src, row_tiles)
+    tiles_per_group = _tiles_per_group(src, row_tiles, _bwd_programs_per_sm(n, dtype, rms, dropout is not None))
     groups = triton.cdiv(row_tiles, tiles_per_group)
     numerics = _numerics(dtype)
     acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32

@@ -125,3 +125,16 @@ def test_the_interpreter_runs_both_forms_of_the_backward_loop():
     forms = {norm._bwd_prefetch(48, dtype, rms, dropout) for dtype in (torch.float32, torch.bfloat16)
              for rms in (False, True) for dropout in (False, True)}
     assert forms == {False, True}
+
+
+def test_only_16bit_rmsnorm_split_rows_take_one_backward_program_per_sm(on_gpu, monkeypatch):
+    shared = norm._GPU_BWD_PROGRAMS_PER_SM
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, False) == 1
+    assert norm._bwd_programs_per_sm(8192, torch.bfloat16, True, False) == shared  # one block
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False, False) == shared  # LayerNorm
+    assert norm._bwd_programs_per_sm(16384, torch.float32, True, False) == shared
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, True) == shared  # dropout-add-norm
+    monkeypatch.setattr(norm, "OVERRIDES", False)
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, False) == shared
+    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 4)  # a sweep's forced count
+    assert norm._bwd_programs_per_sm(1024, torch.float32, False, True) == 4

@@ -39,13 +39,13 @@ def test_module_knobs_are_candidates_of_their_own():
 
 def test_a_candidate_call_sets_its_knob_and_the_sweep_puts_it_back():
     target = tune_rows.TARGETS["norm_backward_groups"]
-    before = norm._GPU_BWD_PROGRAMS_PER_SM
+    before = norm.BWD_PROGRAMS_PER_SM
     restore = tune_rows._save_knobs(target)
     seen = []
-    candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": before + 3})
-    tune_rows._kernel_call(target, candidate, lambda: seen.append(norm._GPU_BWD_PROGRAMS_PER_SM), [()])(0)
+    candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": 5})
+    tune_rows._kernel_call(target, candidate, lambda: seen.append(norm.BWD_PROGRAMS_PER_SM), [()])(0)
     restore()
-    assert seen == [before + 3] and norm._GPU_BWD_PROGRAMS_PER_SM == before
+    assert seen == [5] and norm.BWD_PROGRAMS_PER_SM == before
 
 
 def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
