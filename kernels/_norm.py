@@ -81,8 +81,10 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
 # fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
 # (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
-# explains that. 16-bit RMSNorm rows wider than one block take 1 (_bwd_programs_per_sm): 1024 x
-# 16384 bf16 was 11% faster so in calls 2 and 3 (0.0725 against 0.0817 ms, 0.0732 against 0.0821).
+# explains that. 16-bit LayerNorm and RMSNorm rows wider than one block take 1
+# (_bwd_programs_per_sm; tune_rows.py norm_backward_split, call 8): 1024 x 16384 bf16 RMSNorm
+# 0.0820 -> 0.0730 ms (as in calls 2 and 3), fp16 2048 x 16384 0.1417 -> 0.1352, LayerNorm 0.1148
+# -> 0.1060; dropout-add-norm's split rows were slower so (0.2566 against 0.2308) and keep 2.
 # BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups).
 _GPU_BWD_PROGRAMS_PER_SM = 2
 BWD_PROGRAMS_PER_SM: int | None = None
@@ -256,7 +258,7 @@ def _bwd_programs_per_sm(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -
     if BWD_PROGRAMS_PER_SM is not None:
         return BWD_PROGRAMS_PER_SM
     split = triton.next_power_of_2(max(n, 1)) > _GPU_BWD.max_block
-    if OVERRIDES and rms and not dropout and dtype.itemsize == 2 and split:
+    if OVERRIDES and not dropout and dtype.itemsize == 2 and split:
         return 1
     return _GPU_BWD_PROGRAMS_PER_SM
 

@@ -127,11 +127,11 @@ def test_the_interpreter_runs_both_forms_of_the_backward_loop():
     assert forms == {False, True}
 
 
-def test_only_16bit_rmsnorm_split_rows_take_one_backward_program_per_sm(on_gpu, monkeypatch):
+def test_only_16bit_norm_split_rows_take_one_backward_program_per_sm(on_gpu, monkeypatch):
     shared = norm._GPU_BWD_PROGRAMS_PER_SM
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, False) == 1
-    assert norm._bwd_programs_per_sm(8192, torch.bfloat16, True, False) == shared  # one block
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False, False) == shared  # LayerNorm
+    for rms in (False, True):
+        assert norm._bwd_programs_per_sm(16384, torch.bfloat16, rms, False) == 1
+        assert norm._bwd_programs_per_sm(8192, torch.float16, rms, False) == shared  # one block
     assert norm._bwd_programs_per_sm(16384, torch.float32, True, False) == shared
     assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, True) == shared  # dropout-add-norm
     monkeypatch.setattr(norm, "OVERRIDES", False)
