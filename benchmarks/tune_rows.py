@@ -267,9 +267,9 @@ TARGETS = {
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
         save=_save_norm_backward),
-    # the norms' backward grid: programs per SM (each walks its group of row tiles and writes one
-    # partial row) and whether it loads its next tile ahead, at the production tiles (the overrides stay on; the recorded tile is the shared
-    # limits')
+    # the norms' backward grid for rows within one block: programs per SM (each walks its group of
+    # row tiles and writes one partial row) and whether it loads its next tile ahead, both forced,
+    # at the production tiles (the tile overrides stay on; the recorded tile is the shared limits')
     "norm_backward_groups": Target(
         lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear,
         {"programs_per_sm": (2, 4), "prefetch": (False, True)},
@@ -277,13 +277,15 @@ TARGETS = {
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
-                                                       (32768, 512, torch.bfloat16), (1024, 16384, torch.bfloat16)))),
+                                                       (32768, 512, torch.bfloat16)))),
         knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
     # the same for rows wider than one block (the two-pass loop), for the three ops
     "norm_backward_split": Target(
         lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear, {"programs_per_sm": (1, 2, 4)},
-        (_dropout_norm_backward_op(1024, 16384, torch.bfloat16), _norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
-         _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16), _norm_backward_op("rms_norm", 2048, 16384, torch.float16)),
+        (_dropout_norm_backward_op(1024, 16384, torch.bfloat16),
+         _norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
+         _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
+         _norm_backward_op("rms_norm", 2048, 16384, torch.float16)),
         knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case

@@ -85,7 +85,8 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # (_bwd_programs_per_sm; tune_rows.py norm_backward_split, call 8): 1024 x 16384 bf16 RMSNorm
 # 0.0820 -> 0.0730 ms (as in calls 2 and 3), fp16 2048 x 16384 0.1417 -> 0.1352, LayerNorm 0.1148
 # -> 0.1060; dropout-add-norm's split rows were slower so (0.2566 against 0.2308) and keep 2.
-# BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups).
+# BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
+# norm_backward_split).
 _GPU_BWD_PROGRAMS_PER_SM = 2
 BWD_PROGRAMS_PER_SM: int | None = None
 # Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
@@ -115,10 +116,11 @@ def block_boundaries() -> tuple[int, ...]:
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._INTERPRETING:
-        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_NARROW16, _GPU_BWD_DROPOUT_FP32,
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_NARROW16,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
-        for low, high in (_NARROW16, _PREFETCH_RMS16):  # row blocks: rows of low // 2 + 1 to high columns
+        for low, high in (_NARROW16, _PREFETCH_RMS16, (_DROPOUT_FP32_BLOCK, _DROPOUT_FP32_BLOCK)):
+            # row blocks low..high: rows of low // 2 + 1 to high columns
             points |= {low // 2, low // 2 + 1, high, high + 1}
     return tuple(sorted(points))
 
@@ -163,6 +165,7 @@ _GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
+_DROPOUT_FP32_BLOCK = 1024  # the row block it and prefetch apply to (fp32 dropout-add-norm)
 _PREFETCH_RMS16 = (256, 1024)  # row blocks of 16-bit RMSNorm that prefetch
 _DROPOUT_BWD_TILE_BYTES = 8192
 OVERRIDES = True
@@ -182,7 +185,7 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
     if dropout:
         if wide:
             return _GPU_BWD  # split rows: not swept
-        return _GPU_BWD_DROPOUT_FP32 if dtype == torch.float32 and block == 1024 else _dropout_bwd_limits(dtype.itemsize)
+        return _GPU_BWD_DROPOUT_FP32 if _fp32_dropout_rows(block, dtype) else _dropout_bwd_limits(dtype.itemsize)
     if dtype.itemsize != 2:
         return _GPU_BWD
     if wide:
@@ -190,6 +193,11 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
     if _NARROW16[0] <= block <= _NARROW16[1]:
         return _GPU_BWD_NARROW16
     return _GPU_BWD
+
+
+def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
+    """fp32 dropout-add-norm rows in the block that takes one row a tile with prefetch."""
+    return dtype == torch.float32 and block == _DROPOUT_FP32_BLOCK
 
 
 def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
@@ -204,7 +212,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
     if not OVERRIDES or block > _GPU_BWD.max_block:
         return False
     if dropout:
-        return dtype == torch.float32 and block == 1024
+        return _fp32_dropout_rows(block, dtype)
     if not sixteen:
         return False
     return rms and _PREFETCH_RMS16[0] <= block <= _PREFETCH_RMS16[1]
@@ -585,14 +593,20 @@ def _row_means(gx, g, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr):
 
 @triton.jit
 def _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows, s_inner, s_so, s_si, g_inner, g_so, g_si,
-                    BLOCK: tl.constexpr):
-    """One backward row tile's inputs as stored (s, dy) and its statistics (K, m, rstd)."""
+                    BLOCK: tl.constexpr, CAST: tl.constexpr, COMPUTE: tl.constexpr):
+    """One backward row tile's inputs (s, dy) and its statistics (K, m, rstd). s and dy come as
+    stored, or with CAST converted to COMPUTE as they load (the loop without prefetch: the order,
+    and so the machine code, of the loop before prefetch existed)."""
     mask = row_ok[:, None] & col_ok
     s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
     g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
     cols = tl.arange(0, BLOCK)[None, :]
     s = tl.load(s_ptr + s_off + cols, mask=mask, other=0.0)
+    if CAST:
+        s = s.to(COMPUTE)
     dy = tl.load(dy_ptr + g_off + cols, mask=mask, other=0.0)
+    if CAST:
+        dy = dy.to(COMPUTE)
     k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
     m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
     rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
@@ -634,7 +648,7 @@ def _norm_bwd_kernel(
             first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
             s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
                 s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
-                s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+                s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, False, COMPUTE)
         for t in range(0, tiles_per_group):
             rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
             row_ok = rows < n_rows
@@ -645,10 +659,10 @@ def _norm_bwd_kernel(
                 ahead = rows + ROWS
                 s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
                     s_ptr, dy_ptr, stats_ptr, ahead, (ahead < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
-                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, False, COMPUTE)
             else:
-                s, dy, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows,
-                                                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK)
+                s, dy, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows, s_inner,
+                                                    s_so, s_si, g_inner, g_so, g_si, BLOCK, True, COMPUTE)
             s = s.to(COMPUTE)
             dy = dy.to(COMPUTE)
             xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
@@ -859,7 +873,8 @@ def backward(
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None, PREFETCH=_bwd_prefetch(n, dtype, rms, dropout is not None),
+            HAS_DSUM=dsum is not None,  # split rows take the two-pass loop, which never prefetches
+            PREFETCH=tile.col_blocks == 1 and _bwd_prefetch(n, dtype, rms, dropout is not None),
             num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)

@@ -138,3 +138,31 @@ def test_only_16bit_norm_split_rows_take_one_backward_program_per_sm(on_gpu, mon
     assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, False) == shared
     monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 4)  # a sweep's forced count
     assert norm._bwd_programs_per_sm(1024, torch.float32, False, True) == 4
+
+
+@pytest.mark.parametrize("rms, dropout, dtype", [
+    (True, False, torch.bfloat16), (False, False, torch.float16), (False, True, torch.float32), (True, False, torch.float32),
+])
+def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtype):
+    """Prefetch moves loads, not arithmetic: with it forced on and off the gradients must agree
+    bitwise, over groups of several row tiles (on a GPU: one program per SM, so each walks many)."""
+    device = "cuda" if torch.cuda.is_available() and not norm.interpreting() else "cpu"
+    rows, n = (4096, 1024) if device == "cuda" else (37, 48)
+    gen = torch.Generator(device="cpu").manual_seed(7)
+    x, dy = (torch.randn(rows, n, generator=gen).to(device, dtype) for _ in range(2))
+    w, b = (torch.randn(n, generator=gen).to(device, dtype) for _ in range(2))
+    drop = norm.Dropout.of(0.25, 99) if dropout else None
+    residual = torch.randn(rows, n, generator=gen).to(device, dtype) if dropout else None
+    fwd = norm.forward(x, w, None if rms else b, eps=1e-5, rms=rms, residual=residual, xbias=b if dropout else None,
+                       dropout=drop, store_sum=dropout)
+    src = fwd.s if dropout else x
+    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 1)
+    grads = []
+    for prefetch in (False, True):
+        monkeypatch.setattr(norm, "BWD_PREFETCH", prefetch)
+        out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
+                            need_dxbias=dropout)
+        grads.append([g for g in out if g is not None])
+    assert norm._tile(n, dtype, True, dropout, rms).col_blocks == 1  # the loop that prefetches
+    for plain, ahead in zip(*grads):
+        assert torch.equal(plain, ahead)

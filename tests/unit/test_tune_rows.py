@@ -37,14 +37,16 @@ def test_module_knobs_are_candidates_of_their_own():
     assert all(c.limits == target.get() for c in candidates.values())  # a knob is not a TileLimits field
 
 
-def test_a_candidate_call_sets_its_knob_and_the_sweep_puts_it_back():
+def test_a_candidate_call_sets_its_knob_and_the_saved_knobs_restore_it():
     target = tune_rows.TARGETS["norm_backward_groups"]
     before = norm.BWD_PROGRAMS_PER_SM
     restore = tune_rows._save_knobs(target)
     seen = []
     candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": 5})
-    tune_rows._kernel_call(target, candidate, lambda: seen.append(norm.BWD_PROGRAMS_PER_SM), [()])(0)
-    restore()
+    try:
+        tune_rows._kernel_call(target, candidate, lambda: seen.append(norm.BWD_PROGRAMS_PER_SM), [()])(0)
+    finally:
+        restore()
     assert seen == [5] and norm.BWD_PROGRAMS_PER_SM == before
 
 
