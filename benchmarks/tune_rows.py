@@ -16,7 +16,8 @@ to show what the accuracy costs; those variants are diagnostics, never choices (
 error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [rms_norm] [norm_backward] [norm_backward_groups]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm] [norm_backward]
+        [norm_backward_groups]
         [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
 """
 
@@ -253,6 +254,12 @@ TARGETS = {
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
+    # LayerNorm's forward on rows of 16384: one block in registers, or streamed twice in blocks
+    "layer_norm_wide": Target(
+        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        {"max_block": (8192, 16384), "split_block": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
+        tuple(_norm_op("layer_norm", *s) for s in ((1024, 16384, torch.bfloat16), (2048, 16384, torch.float16))),
+        save=_save_norm),
     # the backward of both norms (one kernel); the norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
         lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
