@@ -76,12 +76,18 @@ def _set_softmax(limits):
     softmax._GPU_FWD = softmax._GPU_BWD = limits
 
 
-def _save_softmax():
-    fwd, bwd = softmax._GPU_FWD, softmax._GPU_BWD
+def _snapshot(*places: tuple[object, str]) -> Callable[[], None]:
+    """What puts these module attributes back as they are now (a target's ``save``)."""
+    values = [(module, name, getattr(module, name)) for module, name in places]
 
     def restore():
-        softmax._GPU_FWD, softmax._GPU_BWD = fwd, bwd
+        for module, name, value in values:
+            setattr(module, name, value)
     return restore
+
+
+def _save_softmax():
+    return _snapshot((softmax, "_GPU_FWD"), (softmax, "_GPU_BWD"))
 
 
 def _set_norm(limits):
@@ -90,11 +96,7 @@ def _set_norm(limits):
 
 
 def _save_norm():
-    limits, overrides = norm._GPU_FWD, norm.OVERRIDES
-
-    def restore():
-        norm._GPU_FWD, norm.OVERRIDES = limits, overrides
-    return restore
+    return _snapshot((norm, "_GPU_FWD"), (norm, "OVERRIDES"))
 
 
 def _set_dropout_norm_forward(limits):
@@ -103,11 +105,7 @@ def _set_dropout_norm_forward(limits):
 
 
 def _save_dropout_norm_forward():
-    limits = norm._GPU_FWD_DROPOUT
-
-    def restore():
-        norm._GPU_FWD_DROPOUT = limits
-    return restore
+    return _snapshot((norm, "_GPU_FWD_DROPOUT"))
 
 
 def _set_norm_backward(limits):
@@ -115,11 +113,7 @@ def _set_norm_backward(limits):
 
 
 def _save_norm_backward():
-    limits, overrides = norm._GPU_BWD, norm.OVERRIDES
-
-    def restore():
-        norm._GPU_BWD, norm.OVERRIDES = limits, overrides
-    return restore
+    return _snapshot((norm, "_GPU_BWD"), (norm, "OVERRIDES"))
 
 
 def _set_elementwise(limits):
@@ -169,13 +163,22 @@ def _norm_backward_op(kind, rows, cols, dtype):
     return Op(f"{kind} backward {rows}x{cols}", rows, cols, dtype, inputs, {"bwd": backward}, reference, streams=3)
 
 
+def _dropout_add_ln_inputs(x):
+    """x, and the residual, dropped input's bias, weight and bias of dropout-add-LayerNorm."""
+    return x, torch.randn_like(x), *(torch.randn(x.shape[-1], device=x.device, dtype=x.dtype) for _ in range(3))
+
+
+def _dropout_add_ln_reference(x, res, bias, w, b, *_):
+    return F.layer_norm(F.dropout(x + bias, 0.1) + res, x.shape[-1:], w, b)
+
+
 def _dropout_norm_backward_op(rows, cols, dtype):
     """dropout-add-LayerNorm's backward alone (p = 0.1, every gradient asked for), from one forward
     per input set; eager and compile time the forward composite."""
     dropout = norm.Dropout.of(0.1, 1234)
 
     def inputs(x):
-        res, bias, w, b = torch.randn_like(x), *(torch.randn(cols, device=x.device, dtype=dtype) for _ in range(3))
+        x, res, bias, w, b = _dropout_add_ln_inputs(x)
         fwd = norm.forward(x, w, b, eps=1e-5, rms=False, residual=res, xbias=bias, dropout=dropout, store_sum=True)
         return x, res, bias, w, b, fwd.s, fwd.stats, torch.randn_like(x)
 
@@ -183,11 +186,8 @@ def _dropout_norm_backward_op(rows, cols, dtype):
         return norm.backward(s, dy, w, stats, rms=False, dropout=dropout, need_dweight=True, need_dbias=True,
                              need_dxbias=True)
 
-    def reference(x, res, bias, w, b, s, stats, dy):
-        return F.layer_norm(F.dropout(x + bias, 0.1) + res, x.shape[-1:], w, b)
-
     return Op(f"dropout_add_layer_norm backward {rows}x{cols}", rows, cols, dtype, inputs, {"bwd": backward},
-              reference, streams=4)
+              _dropout_add_ln_reference, streams=4)
 
 
 def _bias_gelu_op(approximate, rows, cols, dtype):
@@ -215,17 +215,11 @@ def _dropout_norm_forward_op(rows, cols, dtype):
     (``diag_fp32``: what the fp64 arithmetic of fp32 rows costs there; a diagnostic)."""
     dropout = norm.Dropout.of(0.1, 1234)
 
-    def inputs(x):
-        return x, torch.randn_like(x), *(torch.randn(cols, device=x.device, dtype=dtype) for _ in range(3))
-
     def forward(x, res, bias, w, b):
         return norm.forward(x, w, b, eps=1e-5, rms=False, residual=res, xbias=bias, dropout=dropout)
 
-    def reference(x, res, bias, w, b):
-        return F.layer_norm(F.dropout(x + bias, 0.1) + res, x.shape[-1:], w, b)
-
-    return Op(f"dropout_add_layer_norm forward {rows}x{cols}", rows, cols, dtype, inputs, {"fwd": forward},
-              reference, streams=3)
+    return Op(f"dropout_add_layer_norm forward {rows}x{cols}", rows, cols, dtype, _dropout_add_ln_inputs,
+              {"fwd": forward}, _dropout_add_ln_reference, streams=3)
 
 
 def _fp32_arithmetic(kernel: Callable[[], object]) -> object:
@@ -348,12 +342,7 @@ def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, Candidate
 
 
 def _save_knobs(target: Target) -> Callable[[], None]:
-    values = {name: getattr(*where) for name, where in target.knobs.items()}
-
-    def restore():
-        for name, value in values.items():
-            setattr(*target.knobs[name], value)
-    return restore
+    return _snapshot(*target.knobs.values())
 
 
 def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:

@@ -180,7 +180,7 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
     exception (above) that covers these rows."""
     if not OVERRIDES:
         return _GPU_BWD
-    block = triton.next_power_of_2(max(n, 1))
+    block = _row_block(n)
     wide = block > _GPU_BWD.max_block  # split into several column blocks
     if dropout:
         if wide:
@@ -193,6 +193,12 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _ro
     if _NARROW16[0] <= block <= _NARROW16[1]:
         return _GPU_BWD_NARROW16
     return _GPU_BWD
+
+
+def _row_block(n: int) -> int:
+    """The power-of-two block a row of n elements rounds up to (wider than _GPU_BWD.max_block:
+    the backward splits it)."""
+    return triton.next_power_of_2(max(n, 1))
 
 
 def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
@@ -208,7 +214,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
     sixteen = dtype.itemsize == 2
     if interpreting():
         return dtype == torch.float32 if dropout else sixteen
-    block = triton.next_power_of_2(max(n, 1))
+    block = _row_block(n)
     if not OVERRIDES or block > _GPU_BWD.max_block:
         return False
     if dropout:
@@ -265,7 +271,7 @@ def _bwd_programs_per_sm(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -
     """Backward programs per SM for rows of n elements: the shared count, or the measured exception."""
     if BWD_PROGRAMS_PER_SM is not None:
         return BWD_PROGRAMS_PER_SM
-    split = triton.next_power_of_2(max(n, 1)) > _GPU_BWD.max_block
+    split = _row_block(n) > _GPU_BWD.max_block
     if OVERRIDES and not dropout and dtype.itemsize == 2 and split:
         return 1
     return _GPU_BWD_PROGRAMS_PER_SM

@@ -93,11 +93,11 @@ def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[i
 def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` ("forward" or "backward") on a GPU:
     the shared tile (``gpu_blocks``, ``num_warps``), but for the 16-bit forward's own (above)."""
+    if kernel not in ("forward", "backward"):
+        raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and dtype != torch.float32 and block_t <= 32:
         return min(block_b, _GPU_FWD16_BLOCK_B), block_t, block_d, _GPU_FWD16_WARPS
-    if kernel not in ("forward", "backward"):
-        raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
     return block_b, block_t, block_d, num_warps(block_t, dtype)
 
 
