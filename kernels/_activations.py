@@ -63,7 +63,7 @@ _ERFC_ZERO_ABOVE = tl.constexpr(10.06)
 def sigmoid_and_slope(z, PRECISE: tl.constexpr):
     """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z), from exp(-|z|) (no overflow)."""
     e = _rows.exp(-tl.abs(z), PRECISE)
-    inv = _rows.div(tl.full(z.shape, 1.0, z.dtype), 1.0 + e, PRECISE)
+    inv = _rows.reciprocal_moderate(1.0 + e, PRECISE)
     return tl.where(z >= 0, inv, e * inv), e * inv * inv
 
 
@@ -147,7 +147,7 @@ def _erfc_and_exp(t, PRECISE: tl.constexpr):
     # q = (c - 2) / (c + 2) and w(q) / (2c + 1) with one division
     num = c + 2.0
     den = c * 2.0 + 1.0
-    inv = 1.0 / (num * den)
+    inv = _rows.reciprocal_moderate(num * den, PRECISE)  # num * den in [2, 256]
     q = (c - 2.0) * den * inv
     if PRECISE:
         w = _erfc_w_precise(q)

@@ -175,9 +175,9 @@ def _saves_output(activation: str) -> bool:
     return activation == "relu"
 
 
-def _forward(x, weight, bias, activation: str, save: bool):
+def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig | None = None):
     """(out, saved): out of shape x.shape[:-1] + (N,); saved is z (or, for relu, out) when
-    ``save``, else None."""
+    ``save``, else None. ``config`` overrides the tile configuration (for sweeps)."""
     n, k = weight.shape
     out = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)
     save_z = save and not _saves_output(activation)
@@ -187,7 +187,7 @@ def _forward(x, weight, bias, activation: str, save: bool):
         return out, saved
     xl = _rows.row_layout(x)
     m = xl.rows
-    cfg = matmul_config(m, n)
+    cfg = config or matmul_config(m, n)
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
     with _rows.launch_guard(x):
         _linear_act_fwd_kernel[grid](

@@ -1,0 +1,77 @@
+"""Sweep linear_act's forward tile configurations on the GPU at its benchmark shapes, with and
+without the saved z (the forward of a training step stores z for the backward; inference does not),
+timed interleaved with the production configuration and torch.compile of the reference forward
+(cuBLAS with the bias, then Inductor's fused activation: issue 5's bar).
+
+    python benchmarks/tune_matmul.py OUT.json
+
+Written when the H100 profile (results/2026-11-24-h100-4/call1) showed the forward kernel 6.7x
+slower when it also stores z: ptxas spills the 128 x 256 tile's epilogue (1376 bytes for exact
+gelu). Prints each shape's best configuration; the choice goes into the kernel by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+import kernels.linear_act as la
+from harness.bench.timing import TimingPlan, median, time_interleaved
+from references.linear_act import linear_act as reference
+
+SHAPES = ((8192, 4096, 4096, torch.bfloat16, "gelu_tanh"), (8192, 11008, 4096, torch.bfloat16, "silu"),
+          (8192, 16384, 4096, torch.bfloat16, "gelu"), (4096, 4096, 4096, torch.float16, "relu"),
+          (16384, 3072, 768, torch.float16, "gelu"))
+CONFIGS = {
+    "128x256x64_w8_s3": la.MatmulConfig(128, 256, 64, 8, 8, 3),
+    "128x256x64_w8_s4": la.MatmulConfig(128, 256, 64, 8, 8, 4),
+    "128x256x64_w16_s3": la.MatmulConfig(128, 256, 64, 8, 16, 3),
+    "256x128x64_w8_s3": la.MatmulConfig(256, 128, 64, 8, 8, 3),
+    "128x128x64_w8_s4": la.MatmulConfig(128, 128, 64, 8, 8, 4),
+    "128x128x64_w8_s3": la.MatmulConfig(128, 128, 64, 8, 8, 3),
+    "128x128x64_w4_s4": la.MatmulConfig(128, 128, 64, 8, 4, 4),
+}
+
+
+def tune_shape(m, n, k, dtype, activation, plan: TimingPlan) -> dict:
+    device = torch.device("cuda", 0)
+    inputs = [(torch.randn(m, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype) / k ** 0.5,
+               torch.randn(n, device=device, dtype=dtype)) for _ in range(plan.input_sets)]
+    expected = reference(*inputs[0], activation).float()
+    compiled = torch.compile(reference, dynamic=False)
+    result = {}
+    for save in (False, True):
+        calls = {"production": lambda i, s=save: la._forward(*inputs[i], activation, s),
+                 "compile": lambda i: compiled(*inputs[i], activation)}
+        wrong = []
+        for name, cfg in CONFIGS.items():
+            got = la._forward(*inputs[0], activation, save, cfg)[0].float()
+            if not torch.allclose(got, expected, rtol=2e-2, atol=2e-2):  # a tiling bug, not numerics
+                wrong.append(name)
+                continue
+            calls[name] = lambda i, c=cfg, s=save: la._forward(*inputs[i], activation, s, c)
+        medians = {key: median(v) for key, v in time_interleaved(calls, device, plan).items()}
+        best = min((key for key in medians if key in CONFIGS), key=medians.get)
+        tflops = 2 * m * n * k / 1e9
+        print(f"{m}x{n}x{k} {dtype} {activation} save_z={save}: production {medians['production']:.4f} ms, "
+              f"compile {medians['compile']:.4f}, best {best} {medians[best]:.4f} "
+              f"({tflops / medians[best]:.0f} TFLOP/s); wrong: {wrong or 'none'}", flush=True)
+        print("   " + ", ".join(f"{key} {v:.4f}" for key, v in sorted(medians.items(), key=lambda kv: kv[1])), flush=True)
+        result[f"save_z={save}"] = {"medians_ms": medians, "best": best, "wrong": wrong}
+    return result
+
+
+def main(out: str) -> int:
+    plan = TimingPlan(warmup=3, repetitions=15, input_sets=2)
+    results = {}
+    for m, n, k, dtype, activation in SHAPES:
+        results[f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {activation}"] = tune_shape(m, n, k, dtype, activation, plan)
+        with open(out, "w") as handle:
+            json.dump(results, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
