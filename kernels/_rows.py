@@ -391,12 +391,19 @@ def cast_for_store(v, ptr):
     interpreter the rounding is therefore done on the bits first, so that the cast is exact; on a
     GPU this is the plain cast.
     """
-    if _ROUND_BF16_BY_HAND and ptr.dtype.element_ty == tl.bfloat16:
+    return cast_to(v, ptr.dtype.element_ty)
+
+
+@triton.jit
+def cast_to(v, dtype: tl.constexpr):
+    """``v`` converted to ``dtype``, rounded to nearest even on every backend (see
+    :func:`cast_for_store`; for stores through a tensor descriptor, whose ``dtype`` it takes)."""
+    if _ROUND_BF16_BY_HAND and dtype == tl.bfloat16:
         bits = v.to(tl.float32).to(tl.uint32, bitcast=True)
         bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
         return bits.to(tl.float32, bitcast=True).to(tl.bfloat16)
     else:
-        return v.to(ptr.dtype.element_ty)
+        return v.to(dtype)
 
 
 def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:

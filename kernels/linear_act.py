@@ -26,9 +26,10 @@ add_mul_act; bitwise reproducible), and two cuBLAS matmuls for ``grad_x = grad_z
 ``grad_weight = grad_z^T @ x``.
 
 **Tiles.** Fixed configurations, no autotuning (reproducible, no tuning runs inside
-benchmarks): on the GPU 128 x 256 x 64 tiles, 8 warps, 3 pipeline stages, grouped launch order
-(GROUP_M = 8, for L2 reuse of weight tiles) for large problems, the usual best Triton choice for
-fp16/bf16 GEMMs on an H100; smaller tiles for small M or N. Under the interpreter 16 x 16 x 16
+benchmarks), measured on the H100 (``benchmarks/tune_matmul.py``): for products of at least
+1024 x 1024, 256 x 128 x 64 tiles at 3 pipeline stages, but 128 x 128 x 64 at 4 for exact gelu,
+whose epilogue spills from larger tiles; 8 warps and grouped launch order (GROUP_M = 8, for L2
+reuse of weight tiles) throughout; smaller tiles for small M or N. Under the interpreter 16 x 16 x 16
 tiles and groups of 2, so that CPU-sized cases (a few dozen rows and features) still cross tile
 boundaries in every dimension and exercise the grouped order.
 """
@@ -60,12 +61,20 @@ class MatmulConfig(NamedTuple):
     num_stages: int
 
 
-# (min M, min N) -> config, first match wins. The lead tunes these on the H100 (see the report).
+# (min M, min N) -> config, first match wins (LoRA's base matmul, and linear_act below 1024 x 1024).
 _GPU_CONFIGS = (
     ((1024, 1024), MatmulConfig(128, 256, 64, 8, 8, 3)),
     ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
     ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
 )
+# linear_act's products of at least 1024 x 1024, by activation: the epilogue holds the whole fp32
+# tile in registers, and a 128 x 256 tile of exact gelu spilled (ptxas: 1376 bytes when z is saved
+# for the backward), which made a training step's forward 2.4x slower at 16384 x 3072 x 768 (the
+# H100 sweep, benchmarks/tune_matmul.py, results/2026-11-24-h100-4/call2). 128 x 128 tiles at 4
+# stages do not spill: 2.89 -> 2.00 ms at 8192 x 16384 x 4096 with z saved, 2.09 -> 1.90 without.
+# The lighter epilogues were fastest at 256 x 128 (3 stages): 4-10% faster than 128 x 256.
+_EXACT_GELU_LARGE = MatmulConfig(128, 128, 64, 8, 8, 4)
+_LINEAR_ACT_LARGE = MatmulConfig(256, 128, 64, 8, 8, 3)
 _INTERPRETER_CONFIG = MatmulConfig(16, 16, 16, 2, 1, 1)
 
 # The elementwise grad_z pass: rows x columns tiles as the other activation kernels.
@@ -78,10 +87,13 @@ _INTERPRETER_LIMITS = _rows.TileLimits(
 
 
 @functools.lru_cache(maxsize=256)
-def matmul_config(m: int, n: int) -> MatmulConfig:
-    """The tile configuration for an (m x K) @ (K x n) product on the current backend."""
+def matmul_config(m: int, n: int, activation: str | None = None) -> MatmulConfig:
+    """The tile configuration for an (m x K) @ (K x n) product on the current backend; with
+    ``activation``, for linear_act's epilogue of that activation."""
     if interpreting():
         return _INTERPRETER_CONFIG
+    if activation is not None and m >= 1024 and n >= 1024:
+        return _EXACT_GELU_LARGE if activation == "gelu" else _LINEAR_ACT_LARGE
     for (min_m, min_n), config in _GPU_CONFIGS:
         if m >= min_m and n >= min_n:
             return config
@@ -93,7 +105,8 @@ def block_boundaries() -> tuple[int, ...]:
     if interpreting():
         c = _INTERPRETER_CONFIG
         return (c.block_m, 2 * c.block_m)
-    return tuple(sorted({c.block_m for _, c in _GPU_CONFIGS} | {c.block_n for _, c in _GPU_CONFIGS}))
+    configs = [c for _, c in _GPU_CONFIGS] + [_EXACT_GELU_LARGE, _LINEAR_ACT_LARGE]
+    return tuple(sorted({c.block_m for c in configs} | {c.block_n for c in configs}))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,6 +157,44 @@ def _linear_act_fwd_kernel(
 
 
 @triton.jit
+def _epilogue_tma(acc, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT: tl.constexpr, SAVE_Z: tl.constexpr):
+    """z = acc + bias for the (BLOCK_M, W) tile at (off_m, off_n); stores z (SAVE_Z) and act(z)
+    through the descriptors (which clip rows and columns past the edges)."""
+    rn = off_n + tl.arange(0, acc.shape[1])
+    z = acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    if SAVE_Z:
+        save_desc.store([off_m, off_n], _rows.cast_to(z, save_desc.dtype))
+    out_desc.store([off_m, off_n], _rows.cast_to(_activations.activate(z, ACT, False), out_desc.dtype))
+
+
+@triton.jit
+def _linear_act_fwd_tma_kernel(
+    x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    ACT: tl.constexpr, SAVE_Z: tl.constexpr, SPLIT_N: tl.constexpr,
+):
+    # The forward with its tiles moved by the tensor memory accelerator (TMA descriptors: x and
+    # weight K-contiguous, 16-byte aligned rows). Loads past K are zero-filled by the hardware,
+    # stores past M and N dropped, so the kernel needs no masks. SPLIT_N runs the epilogue on the
+    # tile's two column halves one after the other (fewer live registers; out_desc's block is half
+    # as wide then).
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = x_desc.load([off_m, k * BLOCK_K])
+        b = w_desc.load([off_n, k * BLOCK_K])
+        acc = _matmul.dot(a, b.T, acc)
+    if SPLIT_N:
+        left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+        _epilogue_tma(left, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT, SAVE_Z)
+        _epilogue_tma(right, b_ptr, out_desc, save_desc, off_m, off_n + BLOCK_N // 2, N, ACT, SAVE_Z)
+    else:
+        _epilogue_tma(acc, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT, SAVE_Z)
+
+
+@triton.jit
 def _act_grad_kernel(
     z_ptr, g_ptr, gz_ptr, partial_ptr, n_rows, n_cols, tiles_per_group, g_inner, g_so, g_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr,
@@ -187,7 +238,7 @@ def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig 
         return out, saved
     xl = _rows.row_layout(x)
     m = xl.rows
-    cfg = config or matmul_config(m, n)
+    cfg = config or matmul_config(m, n, activation)
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
     with _rows.launch_guard(x):
         _linear_act_fwd_kernel[grid](
@@ -197,6 +248,42 @@ def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig 
             EVEN_K=k % cfg.block_k == 0, ACT=activation, SAVE_Z=save_z,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         )
+    return out, saved
+
+
+def tma_ready(t: torch.Tensor) -> bool:
+    """Whether a 2-D tensor can be moved by TMA descriptors: unit inner stride, 16-byte aligned
+    start and row stride."""
+    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0
+            and (t.stride(0) * t.element_size()) % 16 == 0)
+
+
+def _forward_tma(x, weight, bias, activation: str, save: bool, config: MatmulConfig, split_n: bool):
+    """The forward through TMA descriptors (for sweeps: x and weight must be :func:`tma_ready`)."""
+    n, k = weight.shape
+    x2 = x.reshape(-1, k)
+    m = x2.shape[0]
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    save_z = save and not _saves_output(activation)
+    z = torch.empty_like(out) if save_z else None
+    if not (tma_ready(x2) and tma_ready(weight) and tma_ready(out)):
+        raise ValueError(f"{OP}: the TMA forward needs K-contiguous, 16-byte aligned x, weight and output rows")
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    cfg = config
+    store_block = [cfg.block_m, cfg.block_n // 2 if split_n else cfg.block_n]
+    out_desc = TensorDescriptor.from_tensor(out, store_block)
+    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
+    with _rows.launch_guard(x):
+        _linear_act_fwd_tma_kernel[grid](
+            TensorDescriptor.from_tensor(x2, [cfg.block_m, cfg.block_k]),
+            TensorDescriptor.from_tensor(weight, [cfg.block_n, cfg.block_k]), bias.contiguous(), out_desc,
+            TensorDescriptor.from_tensor(z, store_block) if z is not None else out_desc, m, n, k,
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+            ACT=activation, SAVE_Z=save_z, SPLIT_N=split_n, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        )
+    out = out.reshape(*x.shape[:-1], n)
+    saved = z.reshape(out.shape) if save_z else (out if save else None)
     return out, saved
 
 
