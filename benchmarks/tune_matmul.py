@@ -8,7 +8,7 @@ tiles with pointers (the production kernel) or through TMA descriptors.
 
 Written when the H100 profile (results/2026-11-24-h100-4/call1) showed the forward kernel 6.7x
 slower when it also stores z: ptxas spills the 128 x 256 tile's epilogue (1376 bytes for exact
-gelu). Prints each shape's best configuration; the choice goes into the kernel by hand.
+gelu). Prints each shape's best candidate; the choice goes into the kernel's tables by hand.
 """
 
 from __future__ import annotations
@@ -26,25 +26,22 @@ SHAPES = ((8192, 4096, 4096, torch.bfloat16, "gelu_tanh"), (8192, 11008, 4096, t
           (8192, 16384, 4096, torch.bfloat16, "gelu"), (4096, 4096, 4096, torch.float16, "relu"),
           (16384, 3072, 768, torch.float16, "gelu"))
 _C = la.MatmulConfig
-# name -> (config, TMA descriptors?, epilogue split in column halves?)
+# name -> (config, loaded through TMA descriptors?)
 CANDIDATES = {
-    "ptr_256x128x64_w8_s3": (_C(256, 128, 64, 8, 8, 3), False, False),
-    "ptr_128x128x64_w8_s4": (_C(128, 128, 64, 8, 8, 4), False, False),
-    "ptr_128x128x64_w8_s3": (_C(128, 128, 64, 8, 8, 3), False, False),
-    "tma_128x256x64_w8_s3_split": (_C(128, 256, 64, 8, 8, 3), True, True),
-    "tma_128x256x64_w8_s4_split": (_C(128, 256, 64, 8, 8, 4), True, True),
-    "tma_256x128x64_w8_s3_split": (_C(256, 128, 64, 8, 8, 3), True, True),
-    "tma_256x128x64_w8_s3": (_C(256, 128, 64, 8, 8, 3), True, False),
-    "tma_128x128x64_w8_s4": (_C(128, 128, 64, 8, 8, 4), True, False),
-    "tma_128x128x64_w8_s5": (_C(128, 128, 64, 8, 8, 5), True, False),
+    "ptr_128x128x64_w8_s4": (_C(128, 128, 64, 8, 8, 4), False),
+    "tma_256x128x64_w8_s3_split": (_C(256, 128, 64, 8, 8, 3, split_n=True), True),
+    "tma_256x128x64_w8_s3_split_g16": (_C(256, 128, 64, 16, 8, 3, split_n=True), True),
+    "tma_256x128x64_w8_s4_split": (_C(256, 128, 64, 8, 8, 4, split_n=True), True),
+    "tma_256x128x64_w8_s3_split_persistent": (_C(256, 128, 64, 8, 8, 3, split_n=True, persistent=True), True),
+    "tma_128x256x64_w8_s3_split_persistent": (_C(128, 256, 64, 8, 8, 3, split_n=True, persistent=True), True),
+    "tma_256x128x64_w8_s2_split_persistent": (_C(256, 128, 64, 8, 8, 2, split_n=True, persistent=True), True),
+    "tma_128x128x64_w8_s4_persistent": (_C(128, 128, 64, 8, 8, 4, persistent=True), True),
 }
 
 
 def _run(x, w, b, activation, save, candidate):
-    cfg, tma, split = candidate
-    if tma:
-        return la._forward_tma(x, w, b, activation, save, cfg, split)
-    return la._forward(x, w, b, activation, save, cfg)
+    config, tma = candidate
+    return la._forward(x, w, b, activation, save, config, tma)
 
 
 def tune_shape(m, n, k, dtype, activation, plan: TimingPlan) -> dict:

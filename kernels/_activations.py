@@ -33,7 +33,6 @@ stays far below a 16-bit ulp, and the result is fp32.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -41,6 +40,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
+from kernels._runtime import sm_count
 
 # Kernels accept any subset of these; each spec lists its own.
 ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh", "gelu")
@@ -251,15 +251,10 @@ INTERPRETER_TILES_PER_GROUP = 2
 GPU_PROGRAMS_PER_SM = 8
 
 
-@functools.lru_cache(maxsize=None)
-def sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def bias_grad_tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int) -> int:
     """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
     if t.device.type != "cuda":
         return INTERPRETER_TILES_PER_GROUP
-    programs = GPU_PROGRAMS_PER_SM * sm_count(t.device.index or 0)
+    programs = GPU_PROGRAMS_PER_SM * sm_count(t.device)
     groups = max(1, min(row_tiles, programs // col_blocks))
     return triton.cdiv(row_tiles, groups)

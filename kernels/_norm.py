@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._runtime import interpreting
+from kernels._runtime import interpreting, sm_count
 from kernels._validate import FLOAT_DTYPES, check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 
 DTYPES = FLOAT_DTYPES + (torch.float64,)
@@ -262,11 +262,6 @@ def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in _WIDE else torch.float32
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _bwd_programs_per_sm(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> int:
     """Backward programs per SM for rows of n elements: the shared count, or the measured exception."""
     if BWD_PROGRAMS_PER_SM is not None:
@@ -281,7 +276,7 @@ def _tiles_per_group(t: torch.Tensor, row_tiles: int, programs_per_sm: int) -> i
     """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
     if t.device.type != "cuda":
         return _INTERPRETER_TILES_PER_GROUP
-    groups = max(1, min(row_tiles, programs_per_sm * _sm_count(t.device.index or 0)))
+    groups = max(1, min(row_tiles, programs_per_sm * sm_count(t.device)))
     return triton.cdiv(row_tiles, groups)
 
 

@@ -7,6 +7,7 @@ The choice is made once, before any ``@triton.jit`` function is decorated, becau
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
@@ -26,3 +27,16 @@ def interpreting() -> bool:
 def kernel_device_type() -> str:
     """The device type kernel inputs must live on: 'cpu' under the interpreter, else 'cuda'."""
     return "cpu" if interpreting() else "cuda"
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count_of(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def sm_count(device: torch.device | int | None) -> int:
+    """Streaming multiprocessors of a CUDA device (a device, an index, or None for the current
+    one): the unit launch grids are sized in."""
+    if isinstance(device, torch.device):
+        device = device.index
+    return _sm_count_of(torch.cuda.current_device() if device is None else device)

@@ -51,7 +51,6 @@ two key blocks, as 128 x 64 does on the GPU). See ``_GPU_FWD`` / ``_GPU_BWD``.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -61,7 +60,7 @@ import triton.language as tl
 
 from kernels import _rows
 from kernels._matmul import dot
-from kernels._runtime import interpreting
+from kernels._runtime import interpreting, sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "flash_attention"
@@ -121,17 +120,12 @@ _INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 _INTERPRETING = interpreting()
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: torch.device) -> FwdConfig:
     if _INTERPRETING:
         return _INTERPRETER_FWD
     config = _GPU_FWD[head_dim]
     programs = triton.cdiv(seq, config.block_m) * programs_per_block_row
-    if programs < _GPU_MIN_PROGRAMS_PER_SM * _sm_count(device.index or 0) and config.block_m > 64:
+    if programs < _GPU_MIN_PROGRAMS_PER_SM * sm_count(device) and config.block_m > 64:
         config = config._replace(block_m=64, num_warps=4)
     return config
 

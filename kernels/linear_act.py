@@ -26,17 +26,22 @@ add_mul_act; bitwise reproducible), and two cuBLAS matmuls for ``grad_x = grad_z
 ``grad_weight = grad_z^T @ x``.
 
 **Tiles.** Fixed configurations, no autotuning (reproducible, no tuning runs inside
-benchmarks), measured on the H100 (``benchmarks/tune_matmul.py``): for products of at least
-1024 x 1024, 256 x 128 x 64 tiles at 3 pipeline stages, but 128 x 128 x 64 at 4 for exact gelu,
-whose epilogue spills from larger tiles; 8 warps and grouped launch order (GROUP_M = 8, for L2
-reuse of weight tiles) throughout; smaller tiles for small M or N. Under the interpreter 16 x 16 x 16
-tiles and groups of 2, so that CPU-sized cases (a few dozen rows and features) still cross tile
-boundaries in every dimension and exercise the grouped order.
+benchmarks), measured on the H100 (``benchmarks/tune_matmul.py``). Where x and weight are
+K-contiguous with 16-byte aligned rows (the usual layouts) the tiles are loaded through TMA
+descriptors, which zero-fill past the edges and drop stores past them: for products of at least
+1024 x 1024, 256 x 128 x 64 tiles, 3 pipeline stages, the epilogue run on the tile's two column
+halves in turn (fewer live registers: the whole-tile epilogue of exact gelu spilled). Other layouts
+(strided x, K or N not a multiple of 8) take the pointer kernel, whose epilogue holds the whole tile:
+128 x 128 x 64 tiles at 4 stages for large products, which spill for no activation. Both: 8
+warps, grouped launch order (GROUP_M = 8, for L2 reuse of weight tiles), smaller tiles for small
+M or N. Under the interpreter 16 x 16 x 16 tiles, the TMA epilogue split, and groups of 2, so
+that CPU-sized cases (a few dozen rows and features) still cross tile boundaries in every
+dimension and exercise the grouped order; K values that are not multiples of 8 take the pointer
+kernel there too.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import torch
@@ -44,7 +49,7 @@ import triton
 import triton.language as tl
 
 from kernels import _activations, _matmul, _rows
-from kernels._runtime import interpreting
+from kernels._runtime import interpreting, sm_count
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "linear_act"
@@ -59,23 +64,37 @@ class MatmulConfig(NamedTuple):
     group_m: int
     num_warps: int
     num_stages: int
+    split_n: bool = False  # the TMA epilogue in two column halves (fewer live registers)
+    persistent: bool = False  # the TMA forward with one program per SM walking the tiles
 
 
-# (min M, min N) -> config, first match wins (LoRA's base matmul, and linear_act below 1024 x 1024).
+# (min M, min N) -> config, first match wins: LoRA's base matmul (kernels/lora_linear.py).
 _GPU_CONFIGS = (
     ((1024, 1024), MatmulConfig(128, 256, 64, 8, 8, 3)),
     ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
     ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
 )
-# linear_act's products of at least 1024 x 1024, by activation: the epilogue holds the whole fp32
-# tile in registers, and a 128 x 256 tile of exact gelu spilled (ptxas: 1376 bytes when z is saved
-# for the backward), which made a training step's forward 2.4x slower at 16384 x 3072 x 768 (the
-# H100 sweep, benchmarks/tune_matmul.py, results/2026-11-24-h100-4/call2). 128 x 128 tiles at 4
-# stages do not spill: 2.89 -> 2.00 ms at 8192 x 16384 x 4096 with z saved, 2.09 -> 1.90 without.
-# The lighter epilogues were fastest at 256 x 128 (3 stages): 4-10% faster than 128 x 256.
-_EXACT_GELU_LARGE = MatmulConfig(128, 128, 64, 8, 8, 4)
-_LINEAR_ACT_LARGE = MatmulConfig(256, 128, 64, 8, 8, 3)
-_INTERPRETER_CONFIG = MatmulConfig(16, 16, 16, 2, 1, 1)
+# linear_act's forward, by the way its tiles are loaded. Through TMA descriptors (x and weight
+# K-contiguous with 16-byte aligned rows, the usual case) large products take 256 x 128 tiles with
+# the epilogue split in column halves: fastest of the H100 sweep at all five benchmark shapes
+# (benchmarks/tune_matmul.py, results/2026-11-24-h100-4/call3), 0.98-1.10x torch.compile's cuBLAS
+# plus fused activation without z saved, where the pointer kernel's best was 0.88-0.99x. With
+# pointers, the epilogue holds the whole fp32 tile in registers: a 128 x 256 tile of exact gelu
+# spilled 1376 bytes when z is saved for the backward (a training step's forward 2.4x slower at
+# 16384 x 3072 x 768, call 2), and 256 x 128 spilled too, so the pointer path takes 128 x 128 tiles
+# at 4 stages, which spill for no activation.
+_TMA_CONFIGS = (
+    ((1024, 1024), MatmulConfig(256, 128, 64, 8, 8, 3, split_n=True)),
+    ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
+    ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
+)
+_POINTER_CONFIGS = (
+    ((1024, 1024), MatmulConfig(128, 128, 64, 8, 8, 4)),
+    ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
+    ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
+)
+# Under the interpreter 16 x 16 x 16 tiles, the TMA epilogue split (so CPU runs cover it).
+_INTERPRETER_CONFIG = MatmulConfig(16, 16, 16, 2, 1, 1, split_n=True)
 
 # The elementwise grad_z pass: rows x columns tiles as the other activation kernels.
 _GPU_LIMITS = _rows.TileLimits(
@@ -86,18 +105,21 @@ _INTERPRETER_LIMITS = _rows.TileLimits(
 )
 
 
-@functools.lru_cache(maxsize=256)
-def matmul_config(m: int, n: int, activation: str | None = None) -> MatmulConfig:
-    """The tile configuration for an (m x K) @ (K x n) product on the current backend; with
-    ``activation``, for linear_act's epilogue of that activation."""
+def _first_match(table, m: int, n: int) -> MatmulConfig:
     if interpreting():
         return _INTERPRETER_CONFIG
-    if activation is not None and m >= 1024 and n >= 1024:
-        return _EXACT_GELU_LARGE if activation == "gelu" else _LINEAR_ACT_LARGE
-    for (min_m, min_n), config in _GPU_CONFIGS:
-        if m >= min_m and n >= min_n:
-            return config
-    return _GPU_CONFIGS[-1][1]
+    return next(config for (min_m, min_n), config in table if m >= min_m and n >= min_n)
+
+
+def matmul_config(m: int, n: int) -> MatmulConfig:
+    """LoRA's tile configuration for an (m x K) @ (K x n) product on the current backend."""
+    return _first_match(_GPU_CONFIGS, m, n)
+
+
+def linear_act_config(m: int, n: int, tma: bool) -> MatmulConfig:
+    """linear_act's forward tiles for an (m x K) @ (K x n) product, loaded through TMA descriptors
+    or with pointers."""
+    return _first_match(_TMA_CONFIGS if tma else _POINTER_CONFIGS, m, n)
 
 
 def block_boundaries() -> tuple[int, ...]:
@@ -105,7 +127,7 @@ def block_boundaries() -> tuple[int, ...]:
     if interpreting():
         c = _INTERPRETER_CONFIG
         return (c.block_m, 2 * c.block_m)
-    configs = [c for _, c in _GPU_CONFIGS] + [_EXACT_GELU_LARGE, _LINEAR_ACT_LARGE]
+    configs = [c for table in (_GPU_CONFIGS, _TMA_CONFIGS, _POINTER_CONFIGS) for _, c in table]
     return tuple(sorted({c.block_m for c in configs} | {c.block_n for c in configs}))
 
 
@@ -168,17 +190,13 @@ def _epilogue_tma(acc, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT: tl.cons
 
 
 @triton.jit
-def _linear_act_fwd_tma_kernel(
-    x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
+def _tma_tile(
+    tile, x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     ACT: tl.constexpr, SAVE_Z: tl.constexpr, SPLIT_N: tl.constexpr,
 ):
-    # The forward with its tiles moved by the tensor memory accelerator (TMA descriptors: x and
-    # weight K-contiguous, 16-byte aligned rows). Loads past K are zero-filled by the hardware,
-    # stores past M and N dropped, so the kernel needs no masks. SPLIT_N runs the epilogue on the
-    # tile's two column halves one after the other (fewer live registers; out_desc's block is half
-    # as wide then).
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    """One output tile (number ``tile`` in grouped order) of the TMA forward."""
+    pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
@@ -192,6 +210,28 @@ def _linear_act_fwd_tma_kernel(
         _epilogue_tma(right, b_ptr, out_desc, save_desc, off_m, off_n + BLOCK_N // 2, N, ACT, SAVE_Z)
     else:
         _epilogue_tma(acc, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT, SAVE_Z)
+
+
+@triton.jit
+def _linear_act_fwd_tma_kernel(
+    x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    ACT: tl.constexpr, SAVE_Z: tl.constexpr, SPLIT_N: tl.constexpr, PERSISTENT: tl.constexpr,
+):
+    # The forward with its tiles moved by the tensor memory accelerator (TMA descriptors: x and
+    # weight K-contiguous, 16-byte aligned rows). Loads past K are zero-filled by the hardware,
+    # stores past M and N dropped, so the kernel needs no masks. SPLIT_N runs the epilogue on the
+    # tile's two column halves one after the other (fewer live registers; out_desc's block is half
+    # as wide then). PERSISTENT: one program per SM walks the tiles, its loop flattened with the
+    # K loop so that the next tile's loads overlap this tile's epilogue.
+    if PERSISTENT:
+        num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+            _tma_tile(tile, x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
+                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACT, SAVE_Z, SPLIT_N)
+    else:
+        _tma_tile(tl.program_id(0), x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
+                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACT, SAVE_Z, SPLIT_N)
 
 
 @triton.jit
@@ -226,9 +266,32 @@ def _saves_output(activation: str) -> bool:
     return activation == "relu"
 
 
-def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig | None = None):
+# (config, TMA or not) that every forward takes while set: tests of each launch path through the
+# autograd function (tests/unit/test_linear_act_launch.py).
+FORCED_LAUNCH: tuple[MatmulConfig, bool] | None = None
+
+
+def tma_ready(t: torch.Tensor) -> bool:
+    """Whether TMA descriptors can move a 2-D tensor: unit inner stride, 16-byte aligned start and
+    row stride."""
+    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0
+            and (t.stride(0) * t.element_size()) % 16 == 0)
+
+
+def _tma_operand(x: torch.Tensor, k: int) -> torch.Tensor | None:
+    """x as a 2-D (rows, K) view that TMA descriptors can move, or None (no copy is ever made)."""
+    try:
+        x2 = x.view(-1, k)
+    except RuntimeError:  # leading dims that do not collapse into one stride
+        return None
+    return x2 if tma_ready(x2) else None
+
+
+def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig | None = None,
+             tma: bool | None = None):
     """(out, saved): out of shape x.shape[:-1] + (N,); saved is z (or, for relu, out) when
-    ``save``, else None. ``config`` overrides the tile configuration (for sweeps)."""
+    ``save``, else None. The tiles are loaded through TMA descriptors where the layouts allow it,
+    else with pointers; ``config`` and ``tma`` override both choices (for sweeps and tests)."""
     n, k = weight.shape
     out = torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device)
     save_z = save and not _saves_output(activation)
@@ -236,55 +299,53 @@ def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig 
     saved = z if save_z else (out if save else None)
     if out.numel() == 0:
         return out, saved
-    xl = _rows.row_layout(x)
-    m = xl.rows
-    cfg = config or matmul_config(m, n, activation)
-    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
+    x2 = _tma_operand(x, k) if k > 0 else None
+    can_tma = x2 is not None and tma_ready(weight) and tma_ready(out.view(-1, n))
+    if tma and not can_tma:
+        raise ValueError(f"{OP}: TMA needs K-contiguous, 16-byte aligned rows of x, weight and the output")
+    if FORCED_LAUNCH is not None and config is None:
+        config, tma = FORCED_LAUNCH
+    use_tma = can_tma if tma is None else tma
+    m = out.numel() // n
+    cfg = config or linear_act_config(m, n, use_tma)
     with _rows.launch_guard(x):
-        _linear_act_fwd_kernel[grid](
-            xl.tensor, weight, bias.contiguous(), out, z if z is not None else out, m, n, k,
-            *xl.kernel_args(), weight.stride(0), weight.stride(1),
-            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-            EVEN_K=k % cfg.block_k == 0, ACT=activation, SAVE_Z=save_z,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )
+        if use_tma:
+            _launch_tma(x2, weight, bias, out.view(-1, n), z.view(-1, n) if z is not None else None, activation, cfg)
+        else:
+            _launch_pointers(x, weight, bias, out, z, activation, cfg)
     return out, saved
 
 
-def tma_ready(t: torch.Tensor) -> bool:
-    """Whether a 2-D tensor can be moved by TMA descriptors: unit inner stride, 16-byte aligned
-    start and row stride."""
-    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0
-            and (t.stride(0) * t.element_size()) % 16 == 0)
-
-
-def _forward_tma(x, weight, bias, activation: str, save: bool, config: MatmulConfig, split_n: bool):
-    """The forward through TMA descriptors (for sweeps: x and weight must be :func:`tma_ready`)."""
+def _launch_pointers(x, weight, bias, out, z, activation: str, cfg: MatmulConfig) -> None:
     n, k = weight.shape
-    x2 = x.reshape(-1, k)
-    m = x2.shape[0]
-    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    save_z = save and not _saves_output(activation)
-    z = torch.empty_like(out) if save_z else None
-    if not (tma_ready(x2) and tma_ready(weight) and tma_ready(out)):
-        raise ValueError(f"{OP}: the TMA forward needs K-contiguous, 16-byte aligned x, weight and output rows")
+    xl = _rows.row_layout(x)
+    grid = (triton.cdiv(xl.rows, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
+    _linear_act_fwd_kernel[grid](
+        xl.tensor, weight, bias.contiguous(), out, z if z is not None else out, xl.rows, n, k,
+        *xl.kernel_args(), weight.stride(0), weight.stride(1),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        EVEN_K=k % cfg.block_k == 0, ACT=activation, SAVE_Z=z is not None,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+
+
+def _launch_tma(x2, weight, bias, out2, z2, activation: str, cfg: MatmulConfig) -> None:
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    cfg = config
-    store_block = [cfg.block_m, cfg.block_n // 2 if split_n else cfg.block_n]
-    out_desc = TensorDescriptor.from_tensor(out, store_block)
-    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
-    with _rows.launch_guard(x):
-        _linear_act_fwd_tma_kernel[grid](
-            TensorDescriptor.from_tensor(x2, [cfg.block_m, cfg.block_k]),
-            TensorDescriptor.from_tensor(weight, [cfg.block_n, cfg.block_k]), bias.contiguous(), out_desc,
-            TensorDescriptor.from_tensor(z, store_block) if z is not None else out_desc, m, n, k,
-            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-            ACT=activation, SAVE_Z=save_z, SPLIT_N=split_n, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        )
-    out = out.reshape(*x.shape[:-1], n)
-    saved = z.reshape(out.shape) if save_z else (out if save else None)
-    return out, saved
+    (m, k), n = x2.shape, weight.shape[0]
+    store_block = [cfg.block_m, cfg.block_n // 2 if cfg.split_n else cfg.block_n]
+    out_desc = TensorDescriptor.from_tensor(out2, store_block)
+    tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
+    # persistent: a program per SM (3 under the interpreter, so that each walks several tiles)
+    grid = (min(tiles, sm_count(x2.device) if x2.is_cuda else 3) if cfg.persistent else tiles,)
+    _linear_act_fwd_tma_kernel[grid](
+        TensorDescriptor.from_tensor(x2, [cfg.block_m, cfg.block_k]),
+        TensorDescriptor.from_tensor(weight, [cfg.block_n, cfg.block_k]), bias.contiguous(), out_desc,
+        TensorDescriptor.from_tensor(z2, store_block) if z2 is not None else out_desc, m, n, k,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        ACT=activation, SAVE_Z=z2 is not None, SPLIT_N=cfg.split_n, PERSISTENT=cfg.persistent,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
 
 
 def _act_grad(saved: torch.Tensor, grad: torch.Tensor, activation: str):

@@ -26,14 +26,13 @@ the copy dominates.
 
 from __future__ import annotations
 
-import functools
 
 import torch
 import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._runtime import interpreting
+from kernels._runtime import interpreting, sm_count
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_shape, check_tensor
 
 OP = "ngram_block"
@@ -54,17 +53,12 @@ def block_boundaries() -> tuple[int, ...]:
     return (config["BLOCK_L"], config["BLOCK_V"]) + ((_INTERPRETER_SLICE,) if _INTERPRETING else ())
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _slice_width(batch: int, vocab: int, device: torch.device) -> int:
     """Logits per program: a multiple of BLOCK_V giving about PROGRAMS_PER_SM programs per SM."""
     if _INTERPRETING:
         return _INTERPRETER_SLICE
     block = _GPU["BLOCK_V"]
-    slices = max(1, min(triton.cdiv(vocab, block), triton.cdiv(_GPU_PROGRAMS_PER_SM * _sm_count(device.index or 0), batch)))
+    slices = max(1, min(triton.cdiv(vocab, block), triton.cdiv(_GPU_PROGRAMS_PER_SM * sm_count(device), batch)))
     return triton.cdiv(triton.cdiv(vocab, slices), block) * block
 
 

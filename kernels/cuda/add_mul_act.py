@@ -100,11 +100,11 @@ def _backward(ext, x, y, bias, alpha: float, activation: str, grad: torch.Tensor
 
 def _sm_count(t: torch.Tensor) -> int:
     """The device's SM count (1 for a CPU stand-in, so that small tests still form several groups)."""
-    from kernels._activations import sm_count
+    from kernels._runtime import sm_count
 
     if t.device.type != "cuda":
         return 1
-    return sm_count(t.device.index if t.device.index is not None else torch.cuda.current_device())
+    return sm_count(t.device)
 
 
 class _AddMulActCuda(torch.autograd.Function):
