@@ -29,8 +29,9 @@ add_mul_act; bitwise reproducible), and two cuBLAS matmuls for ``grad_x = grad_z
 benchmarks), measured on the H100 (``benchmarks/tune_matmul.py``). Where x and weight are
 K-contiguous with 16-byte aligned rows (the usual layouts) the tiles are loaded through TMA
 descriptors, which zero-fill past the edges and drop stores past them: for products of at least
-1024 x 1024, 256 x 128 x 64 tiles, 3 pipeline stages, the epilogue run on the tile's two column
-halves in turn (fewer live registers: the whole-tile epilogue of exact gelu spilled). Other layouts
+1024 x 1024, 128 x 256 x 64 tiles, 3 pipeline stages, the epilogue run on the tile's two column
+halves in turn (fewer live registers: the whole-tile epilogue of exact gelu spilled), one program
+per SM walking the tiles (its next tile's loads overlap this one's epilogue). Other layouts
 (strided x, K or N not a multiple of 8) take the pointer kernel, whose epilogue holds the whole tile:
 128 x 128 x 64 tiles at 4 stages for large products, which spill for no activation. Both: 8
 warps, grouped launch order (GROUP_M = 8, for L2 reuse of weight tiles), smaller tiles for small
@@ -75,16 +76,19 @@ _GPU_CONFIGS = (
     ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
 )
 # linear_act's forward, by the way its tiles are loaded. Through TMA descriptors (x and weight
-# K-contiguous with 16-byte aligned rows, the usual case) large products take 256 x 128 tiles with
-# the epilogue split in column halves: fastest of the H100 sweep at all five benchmark shapes
-# (benchmarks/tune_matmul.py, results/2026-11-24-h100-4/call3), 0.98-1.10x torch.compile's cuBLAS
-# plus fused activation without z saved, where the pointer kernel's best was 0.88-0.99x. With
-# pointers, the epilogue holds the whole fp32 tile in registers: a 128 x 256 tile of exact gelu
-# spilled 1376 bytes when z is saved for the backward (a training step's forward 2.4x slower at
-# 16384 x 3072 x 768, call 2), and 256 x 128 spilled too, so the pointer path takes 128 x 128 tiles
-# at 4 stages, which spill for no activation.
+# K-contiguous with 16-byte aligned rows, the usual case) large products take 128 x 256 tiles, the
+# epilogue split in column halves, in a persistent launch (a program per SM walks the tiles, the
+# next tile's loads overlapping this one's epilogue): fastest of the H100 sweeps
+# (benchmarks/tune_matmul.py, results/2026-11-24-h100-4/calls 3-4) at four of the five benchmark
+# shapes, 713-762 TFLOP/s and 1.07-1.12x torch.compile's cuBLAS plus fused activation without z
+# saved; the fifth (K = 768) was 5% behind its best there, 128 x 128 persistent, and 1.28x
+# compile. The same tiles launched one program per tile ran 0.97-1.10x compile, the pointer
+# kernel's best 0.88-0.99x. With pointers, the epilogue holds the whole fp32 tile in registers: a
+# 128 x 256 tile of exact gelu spilled 1376 bytes when z is saved for the backward (a training
+# step's forward 2.4x slower at 16384 x 3072 x 768, call 2), and 256 x 128 spilled too, so the
+# pointer path takes 128 x 128 tiles at 4 stages, which spill for no activation.
 _TMA_CONFIGS = (
-    ((1024, 1024), MatmulConfig(256, 128, 64, 8, 8, 3, split_n=True)),
+    ((1024, 1024), MatmulConfig(128, 256, 64, 8, 8, 3, split_n=True, persistent=True)),
     ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
     ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
 )
