@@ -3,13 +3,14 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 ``norm_backward_groups`` and ``norm_backward_split``, and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-tiling); and time what softmax's fp32 numerics cost.
+tiling; their backward's grid with grad_bias, ``elementwise_backward``); and time what softmax's
+fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
 small tensor cannot reach the large-copy bandwidth the roofline is measured at). Candidates that
 give the same launch are timed once. A target may also vary module attributes beside the limits
-(``Target.knobs``: the norms' backward programs per SM). For fp32 softmax shapes the production
+(``Target.knobs``: backward programs per SM, the norms' prefetch). For fp32 softmax shapes the production
 numerics (fp64 row sums, accurate exp) are also timed against fp32 sums and against the native
 exp, and fp32 dropout-add-LayerNorm's forward against fp32 arithmetic, at the production tiling,
 to show what the accuracy costs; those variants are diagnostics, never choices (the harness's
@@ -18,7 +19,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm] [norm_backward]
         [norm_backward_groups] [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward]
-        [dropout_norm_forward] [elementwise]
+        [dropout_norm_forward] [elementwise] [elementwise_backward]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import triton.language as tl
 
 import kernels._norm as norm
 from harness.bench.timing import TimingPlan, median, time_interleaved
-from kernels import _rows, add_mul_act, bias_gelu, glu, softmax
+from kernels import _activations, _rows, add_mul_act, bias_gelu, glu, linear_act, softmax
 from kernels.layer_norm import layer_norm
 from kernels.rms_norm import rms_norm
 
@@ -208,6 +209,28 @@ def _add_mul_relu_op(rows, cols, dtype):
               lambda x, y, b: torch.relu(x + 0.5 * y + b), streams=3)
 
 
+def _bias_gelu_backward_op(approximate, rows, cols, dtype):
+    """bias_gelu's backward alone (grad_x and grad_bias's partial rows); eager and compile time the
+    forward reference, as for the other backward ops."""
+    return Op(f"bias_gelu {approximate} backward {rows}x{cols}", rows, cols, dtype,
+              lambda x: (x, torch.randn(cols, device=x.device, dtype=dtype), torch.randn_like(x)),
+              {"bwd": lambda x, b, g: bias_gelu._backward(x, b, approximate, g)},
+              lambda x, b, g: F.gelu(x + b, approximate=approximate), streams=3)
+
+
+def _add_mul_act_backward_op(activation, rows, cols, dtype):
+    return Op(f"add_mul_act {activation} backward {rows}x{cols}", rows, cols, dtype,
+              lambda x: (x, torch.randn_like(x), torch.randn(cols, device=x.device, dtype=dtype), torch.randn_like(x)),
+              {"bwd": lambda x, y, b, g: add_mul_act._backward(x, y, b, 0.5, activation, g)},
+              lambda x, y, b, g: x + 0.5 * y + b, streams=5)
+
+
+def _act_grad_op(activation, rows, cols, dtype):
+    """linear_act's grad_z pass (the saved z and the gradient in, grad_z and grad_bias's partial rows out)."""
+    return Op(f"linear_act {activation} grad_z {rows}x{cols}", rows, cols, dtype, lambda z: (z, torch.randn_like(z)),
+              {"bwd": lambda z, g: linear_act._act_grad(z, g, activation)}, lambda z, g: z * g, streams=3)
+
+
 def _dropout_norm_forward_op(rows, cols, dtype):
     """dropout-add-LayerNorm's forward (p = 0.1, the prenorm sum not stored: the benchmark's
     forward; training stores it, which the harness's forward+backward benchmark times); eager and
@@ -305,6 +328,17 @@ TARGETS = {
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
                                                      (32768, 512, torch.bfloat16))),
         save=_save_dropout_norm_forward),
+    # the activation kernels' backward with grad_bias (bias_gelu, add_mul_act, linear_act's grad_z
+    # pass): programs per SM, each walking its group of row tiles and writing one partial row
+    "elementwise_backward": Target(
+        lambda: _rows.ELEMENTWISE_GPU_LIMITS, lambda limits: None, lambda: None, {"programs_per_sm": (2, 3, 4, 8, 16)},
+        (_bias_gelu_backward_op("tanh", 8192, 16384, torch.bfloat16),
+         _bias_gelu_backward_op("tanh", 16384, 4096, torch.float16),
+         _bias_gelu_backward_op("none", 16384, 3072, torch.float16),
+         _add_mul_act_backward_op("gelu_tanh", 8192, 16384, torch.bfloat16),
+         _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
+         _act_grad_op("gelu", 16384, 3072, torch.float16)),
+        knobs={"programs_per_sm": (_activations, "GPU_PROGRAMS_PER_SM")}),
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
