@@ -47,11 +47,15 @@ ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh", "gelu")
 
 _TWO_SQRT_2_OVER_PI = tl.constexpr(2.0 * math.sqrt(2.0 / math.pi))
 _GELU_C = tl.constexpr(0.044715)
-_NEG_SQRT1_2 = tl.constexpr(-math.sqrt(0.5))
+_SQRT2 = tl.constexpr(math.sqrt(2.0))
+_TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
+_SQRT1_2 = tl.constexpr(math.sqrt(0.5))
+_NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
-# erfc(t) underflows to 0 in fp32 for t above ~10.05 (the polynomial's range ends at 10.066);
-# in fp64 it is ~1e-45 there, which still rounds to 0 or the least fp32 subnormal.
-_ERFC_ZERO_ABOVE = tl.constexpr(10.06)
+# erfc(a) underflows to 0 in fp32 for a above ~10.05 (the polynomial's range ends at 10.066), that
+# is |z| above 10.06 sqrt(2); in fp64 it is ~1e-45 there, which still rounds to 0 or the least
+# fp32 subnormal.
+_ERFC_ZERO_ABOVE_Z = tl.constexpr(10.06 * math.sqrt(2.0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -95,11 +99,12 @@ def _gelu_inner(z):
 # erfc is within 0.8 ulp). In fp64 what remains is the polynomials' 1e-9: measured within
 # 0.52 ulp after rounding to fp32. The fp64 path costs ~65 fp64 operations an element (exp and
 # one division included). 16-bit results, the case that matters for speed, take the fp32 path:
-# one fast exp of -a*a and one approximate reciprocal, relative error ~5e-6. What is evaluated is
-# erfc / 2 (the coefficients halved, exactly), the normal distribution's tail itself. On sm_90
-# bias_gelu's 16-bit forward is then 36.5 instructions an element (SASS, from 47 with Triton's
-# division and the separate halving): at 16-bit copy bandwidth an H100 issues ~45 an element, so
-# this form is what keeps exact gelu near the memory roofline at all.
+# one exp2 of -z^2/2 and two approximate reciprocals, relative error ~5e-6. What is evaluated is
+# Phi itself (the coefficients halved, exactly) from |z| (q and 1 + 2a rescaled, so a = |z|/sqrt(2)
+# is never formed). On sm_90 bias_gelu's 16-bit forward is then 30.5 SASS instructions an element,
+# from 47 with Triton's division, the halving and the scaling of z as separate steps: at 16-bit
+# copy bandwidth an H100 issues ~45 an element, so the count is what decides how near the memory
+# roofline exact gelu gets.
 
 
 @triton.jit
@@ -144,30 +149,34 @@ def _erf_small(t):
 
 
 @triton.jit
-def _half_erfc_and_exp(t, PRECISE: tl.constexpr):
-    """(erfc(t) / 2, exp(-t^2)) in t's dtype: fp64 with PRECISE, fp32 without (see above). Half,
-    because the normal distribution's Phi is erfc / 2: the polynomials carry the factor (exactly,
-    a power of two), which saves gelu a multiply an element."""
-    a = tl.abs(t)
-    e = tl.exp(-(a * a))
-    c = tl.minimum(a, _ERFC_ZERO_ABOVE)  # keeps the polynomial in range; e is ~0 past it anyway
-    # q = (c - 2) / (c + 2) and w(q) / (2c + 1) with one reciprocal
-    num = c + 2.0
-    den = c * 2.0 + 1.0
-    inv = _rows.reciprocal_moderate(num * den, PRECISE)  # num * den in [2, 256]
-    q = (c - 2.0) * den * inv
+def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
+    """(Phi(z), exp(-z^2 / 2)) in z's dtype (fp64 with PRECISE, fp32 without; see above): Phi(z) =
+    erfc(a) / 2 for z <= 0, a = |z| / sqrt(2), and 1 - erfc(a) / 2 above. Written in |z| itself:
+    q = (a - 2) / (a + 2) is the same ratio of |z| - 2 sqrt(2) and |z| + 2 sqrt(2), and
+    1 + 2a = 1 + sqrt(2) |z|, so a is never formed; the polynomials carry erfc's halving (exactly,
+    a power of two)."""
+    y = tl.abs(z)
+    c = tl.minimum(y, _ERFC_ZERO_ABOVE_Z)  # keeps the polynomial in range; e is ~0 past it anyway
+    num = c + _TWO_SQRT2
+    den = c * _SQRT2 + 1.0
     if PRECISE:
-        r = e * (_erfc_w_precise(q) * num * inv)
+        e = tl.exp(z * z * -0.5)
+        # q and 1 / den from one fp64 division
+        inv = 1.0 / (num * den)
+        r = e * (_erfc_w_precise((c - _TWO_SQRT2) * den * inv) * num * inv)
         # past the polynomial's range erfc is below fp32's least subnormal: 0 (NaN stays NaN)
-        r = tl.where(a > _ERFC_ZERO_ABOVE, 0.0, r)
+        r = tl.where(y > _ERFC_ZERO_ABOVE_Z, 0.0, r)
     else:
+        e = tl.math.exp2(z * z * _NEG_HALF_LOG2E)
+        # two approximate reciprocals: fewer multiplies than sharing one, and within 1 ulp each
+        q = (c - _TWO_SQRT2) * _rows.reciprocal_moderate(num, PRECISE)
         # 16-bit results: past the range r is ~1e-44, below any 16-bit value's half ulp, so the
         # select that makes it 0 would change no output
-        r = e * (_erfc_w_fast(q) * num * inv)
-    r = tl.where(t >= 0, r, 1.0 - r)
+        r = e * (_erfc_w_fast(q) * _rows.reciprocal_moderate(den, PRECISE))
+    r = tl.where(z > 0, 1.0 - r, r)
     if PRECISE:
-        # |t| <= 0.5: (1 - erf(t)) / 2 rounds once near 1/2 and cannot cancel (erf(0.5) = 0.52)
-        r = tl.where(a <= 0.5, 0.5 - _erf_small(t), r)
+        # |z| <= sqrt(2) / 2: (1 + erf(z / sqrt(2))) / 2 rounds once near 1/2 and cannot cancel
+        r = tl.where(y <= _SQRT2 * 0.5, 0.5 + _erf_small(z * _SQRT1_2), r)
     return r, e
 
 
@@ -189,7 +198,7 @@ def gelu_and_slope(z, PRECISE: tl.constexpr):
     in the tail): its error is its own half ulp, wherever eager's lies.
     """
     z = _widen(z, PRECISE)
-    cdf, e = _half_erfc_and_exp(z * _NEG_SQRT1_2, PRECISE)
+    cdf, e = _normal_cdf_and_density(z, PRECISE)
     return z * cdf, cdf + z * (e * _INV_SQRT_2PI)
 
 
