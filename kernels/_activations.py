@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._runtime import sm_count
+from kernels._runtime import resident_programs, sm_count
 
 # Kernels accept any subset of these; each spec lists its own.
 ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh", "gelu")
@@ -255,17 +255,34 @@ def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
 # grad_bias is the sum of grad_z over rows. Each backward program walks a fixed group of row tiles
 # for one column block, keeps the running sum in fp64 registers and writes one partial row; a
 # small sum over the partials finishes it. No atomics, and the grouping depends only on the shape
-# (and the device's SM count), so the result is bitwise reproducible. On a GPU the group size
-# gives enough programs to fill the device with few partial rows; under the interpreter it is 2
-# tiles, so that small test cases already produce several partials.
+# and the device (its SM count, and how many of the compiled kernel's programs an SM holds), so
+# the result is bitwise reproducible. On a GPU there are as many programs as the device holds at
+# once: one wave. The H100 sweep of programs per SM (tune_rows.py elementwise_backward, results/
+# 2026-11-24-h100-4/call7) found the best count at what an SM holds (bias_gelu's tanh backward:
+# 80 registers, 3 programs of 8 warps: 0.3629 ms at 3 a SM, 0.3838 at the 8 used before, 0.4535
+# at 4, where a second wave runs a third full) or within 2% of it. Under the interpreter groups
+# are 2 tiles, so that small test cases already produce several partials.
 INTERPRETER_TILES_PER_GROUP = 2
-GPU_PROGRAMS_PER_SM = 8
+# Programs per SM forced for a sweep (tune_rows.py's knob); None: as many as an SM holds.
+GPU_PROGRAMS_PER_SM: int | None = None
 
 
-def bias_grad_tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int) -> int:
-    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
+def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args, meta: dict) -> torch.Tensor:
+    """Launch a backward ``kernel`` over (column block, row group) programs and return its fp64
+    partial rows of grad_bias, one per group: ``make_args(partials, tiles_per_group)`` gives the
+    kernel's arguments, ``meta`` its constexprs and launch options; ``t`` is the tensor whose
+    device and last dimension the partials follow."""
+    n = t.shape[-1]
     if t.device.type != "cuda":
-        return INTERPRETER_TILES_PER_GROUP
-    programs = GPU_PROGRAMS_PER_SM * sm_count(t.device)
-    groups = max(1, min(row_tiles, programs // col_blocks))
-    return triton.cdiv(row_tiles, groups)
+        tiles_per_group = INTERPRETER_TILES_PER_GROUP
+    else:
+        per_sm = GPU_PROGRAMS_PER_SM
+        if per_sm is None:  # sized with a stand-in partials row: the kernel compiled is the same
+            stand_in = torch.empty((1, n), dtype=torch.float64, device=t.device)
+            per_sm = resident_programs(kernel, make_args(stand_in, 2), meta, t.device)
+        groups = max(1, min(row_tiles, per_sm * sm_count(t.device) // col_blocks))
+        tiles_per_group = triton.cdiv(row_tiles, groups)
+    partials = torch.empty((triton.cdiv(row_tiles, tiles_per_group), n), dtype=torch.float64, device=t.device)
+    with _rows.launch_guard(t):
+        kernel[(col_blocks, partials.shape[0])](*make_args(partials, tiles_per_group), **meta)
+    return partials

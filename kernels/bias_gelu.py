@@ -105,16 +105,13 @@ def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch
     xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
     tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
     row_tiles = triton.cdiv(xl.rows, tile.rows)
-    tiles_per_group = _activations.bias_grad_tiles_per_group(x, row_tiles, tile.col_blocks)
-    groups = triton.cdiv(row_tiles, tiles_per_group)
-    partials = torch.empty((groups, n), dtype=torch.float64, device=x.device)
-    with _rows.launch_guard(x):
-        _bias_gelu_bwd_kernel[(tile.col_blocks, groups)](
-            xl.tensor, bias.contiguous(), gl.tensor, grad_x, partials, xl.rows, n, tiles_per_group,
-            *xl.kernel_args(), *gl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
-            num_warps=tile.num_warps,
-        )
+    partials = _activations.launch_bias_grad(
+        _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
+        lambda partials, tiles_per_group: (xl.tensor, bias.contiguous(), gl.tensor, grad_x, partials, xl.rows, n,
+                                           tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
+             num_warps=tile.num_warps),
+    )
     return grad_x, partials
 
 

@@ -363,14 +363,12 @@ def _act_grad(saved: torch.Tensor, grad: torch.Tensor, activation: str):
     limits = _rows.limits_for_backend(_GPU_LIMITS, _INTERPRETER_LIMITS)
     tile = _rows.row_tile(n, saved.element_size(), limits)
     row_tiles = triton.cdiv(z2.shape[0], tile.rows)
-    tiles_per_group = _activations.bias_grad_tiles_per_group(saved, row_tiles, tile.col_blocks)
-    groups = triton.cdiv(row_tiles, tiles_per_group)
-    partials = torch.empty((groups, n), dtype=torch.float64, device=saved.device)
-    with _rows.launch_guard(saved):
-        _act_grad_kernel[(tile.col_blocks, groups)](
-            z2, gl.tensor, grad_z, partials, z2.shape[0], n, tiles_per_group, *gl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, num_warps=tile.num_warps,
-        )
+    partials = _activations.launch_bias_grad(
+        _act_grad_kernel, saved, row_tiles, tile.col_blocks,
+        lambda partials, tiles_per_group: (z2, gl.tensor, grad_z, partials, z2.shape[0], n, tiles_per_group,
+                                           *gl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, num_warps=tile.num_warps),
+    )
     return grad_z, partials
 
 

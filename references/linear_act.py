@@ -18,9 +18,33 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activa
     return ACTIVATIONS[activation](F.linear(x, weight, bias))
 
 
+def _slope_bound(z: torch.Tensor, activation: str) -> torch.Tensor:
+    """How much an error in z can move act(z): |act'(z)|, and 1 for relu (whose slope jumps at 0:
+    a z that rounds across 0 moves the output by up to the error itself)."""
+    if activation == "relu":
+        return torch.ones_like(z)
+    with torch.enable_grad():  # the harness calls term hooks under no_grad
+        z = z.detach().requires_grad_(True)
+        (slope,) = torch.autograd.grad(ACTIVATIONS[activation](z).sum(), z)
+    return slope.abs()
+
+
+def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str) -> torch.Tensor:
+    """The sum of |terms| behind each output element (``harness.numerics``), in fp32 ulps (the
+    spec's ``term_precision``): z sums in_features exact products in fp32, whose rounding is an ulp
+    of ``|x| @ |weight|^T + |bias|`` however small z is, and the activation passes it on scaled by
+    its slope. The H100 nightly run found it: bf16, relu, x "large" against a "small" weight,
+    z = 8.24e-6 summed from terms of 5.7; the kernel was 1.3e-7 off (a fiftieth of an fp32 ulp of
+    the terms) where eager, summing in another order, happened to be 1.5e-8 off: 2.08x eager's
+    envelope."""
+    z = F.linear(x, weight, bias)
+    return _slope_bound(z, activation) * F.linear(x.abs(), weight.abs(), bias.abs())
+
+
 def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str,
-                             grad_outputs) -> dict[str, torch.Tensor]:
-    """The sum of |terms| behind each gradient element (``harness.numerics``).
+                             grad_outputs, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The sum of |terms| behind each gradient element (``harness.numerics``), in fp32 ulps (the
+    spec's ``term_precision``) from ulps of ``dtype`` (grad_z's rounding, below).
 
     Every gradient is a matmul of ``grad_z = g * act'(z)``, and grad_z reaches the matmuls
     rounded to the 16-bit dtype from a z that was rounded too: the kernel's z (one rounding of the
@@ -36,6 +60,7 @@ def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, bias: torch.
     # relu's slope is piecewise constant: autograd then has no path back to z (None: no curvature)
     (curvature,) = torch.autograd.grad(slope.sum(), z, allow_unused=True) if slope.requires_grad else (None,)
     curvature = torch.zeros_like(z) if curvature is None else curvature
-    grad_z_terms = grad.abs() * (slope.detach().abs() + (z.detach() * curvature).abs())
+    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    grad_z_terms = grad.abs() * (slope.detach().abs() + (z.detach() * curvature).abs()) * ratio
     return gradient_terms(lambda x, weight, bias: F.linear(x, weight, bias), {"x": x, "weight": weight, "bias": bias},
                           grad_z_terms)

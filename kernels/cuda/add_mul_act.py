@@ -43,9 +43,10 @@ SOURCE = _build.ExtensionSource(
     functions=("add_mul_act_forward", "add_mul_act_backward"),
 )
 
-# The backward's blocks are 256 columns wide (kThreads in add_mul_act.cu); programs per SM as the
-# Triton kernels' grad_bias grouping (kernels/_activations.py).
+# The backward's blocks are 256 columns wide (kThreads in add_mul_act.cu), 8 programs an SM (the
+# Triton kernels' grouping before it was sized by residency, kernels/_activations.py; not swept).
 _BLOCK_COLS = 256
+_PROGRAMS_PER_SM = 8
 _MAX_GROUPS = 65535  # gridDim.y
 
 
@@ -59,9 +60,7 @@ def rows_per_group(n_rows: int, n_cols: int, sm_count: int) -> int:
 
 
 def _build_programs(sm_count: int) -> int:
-    from kernels._activations import GPU_PROGRAMS_PER_SM
-
-    return GPU_PROGRAMS_PER_SM * sm_count
+    return _PROGRAMS_PER_SM * sm_count
 
 
 def _extension():

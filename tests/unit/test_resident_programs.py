@@ -1,0 +1,43 @@
+"""How many programs of a compiled kernel an SM holds (``kernels._runtime.resident_programs``),
+which sizes the activation kernels' backward grid to one wave: checked against a stand-in of an
+H100's limits and of Triton's compiled kernel, so that it runs without a GPU."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import kernels._runtime as runtime
+
+_H100 = SimpleNamespace(regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
+                        shared_memory_per_multiprocessor=233472)
+
+
+class _Kernel:
+    """A jit function's stand-in: ``warmup`` returns a compiled kernel with these resources."""
+
+    def __init__(self, regs, warps, shared=0):
+        self.compiled = SimpleNamespace(n_regs=regs, metadata=SimpleNamespace(num_warps=warps, shared=shared),
+                                        _init_handles=lambda: None)
+        self.warmups = 0
+
+    def warmup(self, *args, grid, **meta):
+        self.warmups += 1
+        return self.compiled
+
+
+@pytest.mark.parametrize("regs, warps, shared, expected", [
+    (80, 8, 0, 3),  # bias_gelu's tanh backward on the H100 (ptxas: 80 registers)
+    (116, 8, 0, 2),  # 116 registers round up to 120 a thread: 30720 a program
+    (32, 4, 0, 16),  # threads bind: 2048 / 128
+    (40, 4, 100_000, 2),  # shared memory binds
+    (255, 8, 0, 1),
+])
+def test_resident_programs_follow_the_scarcest_resource(monkeypatch, regs, warps, shared, expected):
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: _H100)
+    monkeypatch.setattr(runtime, "_RESIDENT", {})
+    kernel = _Kernel(regs, warps, shared)
+    device = torch.device("cuda", 0)
+    assert runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device) == expected
+    runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device)
+    assert kernel.warmups == 1  # remembered per kernel, options and argument dtypes

@@ -1,0 +1,44 @@
+"""Cases the GPU found where a correct kernel failed a cancelling sum, replayed on the CPU.
+
+Each case is rebuilt bitwise from its repro JSON; the kernel's GPU value at the failing element is
+planted into the correctly rounded output, and the harness's own check must pass it (the spec's
+term magnitudes floor the envelope there) and still fail a value a few ulps of the terms further.
+"""
+
+import json
+
+import pytest
+import torch
+
+from harness.case import Case
+from harness.checks import prepare, run_check
+from harness.registry import load_specs
+
+# linear_act, H100 nightly: bf16 relu, x "large" against a "small" weight; z = 8.24e-6 summed in
+# fp32 from terms of 5.7 (an fp32 ulp of them: 6.8e-7); kernel 8.106e-6, eager 8.225e-6.
+_LINEAR_ACT = {
+    "dims": {"*batch": [2], "in_features": 79, "out_features": 127, "rows": 509}, "dtype": "bfloat16",
+    "grad_layout": "contiguous", "grad_seed": 0, "scalars": {"activation": "relu"}, "schema": 1,
+    "spec": "linear_act",
+    "tensors": {
+        "bias": {"dtype": "bfloat16", "layout": {"expanded": [0], "offset": 0, "perm": [], "steps": []}, "seed": 1,
+                 "shape": [127], "values": "normal"},
+        "weight": {"dtype": "bfloat16", "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []},
+                   "seed": 97219, "shape": [127, 79], "values": "small"},
+        "x": {"dtype": "bfloat16", "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []},
+              "seed": 2147483647, "shape": [2, 509, 79], "values": "large"},
+    },
+}
+
+
+@pytest.mark.parametrize("value, passes", [
+    (8.10623e-06, True), (8.2403e-06 - 6e-7, True), (8.2403e-06 - 3e-6, False),
+], ids=["the H100 kernel's value", "0.9 fp32 ulps of the terms off (9.5x the envelope without them)",
+        "4.4 fp32 ulps of the terms off"])
+def test_linear_act_forward_floors_its_fp32_sum_at_the_terms(value, passes):
+    spec = load_specs()["linear_act"]
+    case = Case.from_json(_LINEAR_ACT)
+    rounded = spec.reference(**prepare(case, "cpu").copies(torch.float64)).to(torch.bfloat16)
+    rounded[1, 17, 105] = value
+    result = run_check(spec, lambda **kwargs: rounded.clone(), "forward", case, "cpu")
+    assert result.passed is passes, result.details()
