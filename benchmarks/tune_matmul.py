@@ -67,7 +67,11 @@ def tune_shape(m, n, k, dtype, activation, plan: TimingPlan) -> dict:
                 continue
             calls[name] = lambda i, c=candidate, s=save: _run(*inputs[i], activation, s, c)
         medians = {key: median(v) for key, v in time_interleaved(calls, device, plan).items()}
-        best = min((key for key in medians if key in CANDIDATES), key=medians.get)
+        best = min((key for key in medians if key in CANDIDATES), key=medians.get, default=None)
+        if best is None:
+            print(f"{m}x{n}x{k} {dtype} {activation} save_z={save}: no candidate ran correctly ({wrong})", flush=True)
+            result[f"save_z={save}"] = {"medians_ms": medians, "best": None, "wrong": wrong}
+            continue
         tflops = 2 * m * n * k / 1e9
         print(f"{m}x{n}x{k} {dtype} {activation} save_z={save}: production {medians['production']:.4f} ms, "
               f"compile {medians['compile']:.4f}, best {best} {medians[best]:.4f} "

@@ -42,24 +42,29 @@ def sm_count(device: torch.device | int | None) -> int:
     return _sm_count_of(torch.cuda.current_device() if device is None else device)
 
 
-_RESIDENT: dict[tuple, int] = {}
+_RESIDENT: dict[str, int] = {}
+# Per-SM limits the device properties do not give (sm_80 and later): resident blocks, and the
+# shared memory the driver reserves for each block.
+_MAX_BLOCKS_PER_SM = 32
+_RESERVED_SHARED_PER_BLOCK = 1024
 
 
 def resident_programs(kernel, args: tuple, meta: dict, device: torch.device) -> int:
     """How many programs of ``kernel`` (a ``@triton.jit`` function, launched with ``args`` and the
     constexprs and options ``meta``) one SM of ``device`` holds at once: its registers, warps and
     shared memory against the SM's. Compiles the kernel as its launch would (``warmup``, as
-    Triton's fused-softmax tutorial sizes its grid) without running it; remembered per kernel,
-    options and argument dtypes."""
-    key = (kernel, tuple(sorted(meta.items())), tuple(getattr(a, "dtype", type(a)) for a in args), device.index)
-    if key not in _RESIDENT:
-        compiled = kernel.warmup(*args, grid=(1,), **meta)
+    Triton's fused-softmax tutorial sizes its grid), without running it, so the answer is that of
+    the very variant these arguments select (Triton specialises on integers equal to 1 or
+    divisible by 16 and on pointer alignment); remembered per compiled variant. Call it on the
+    kernel's device."""
+    compiled = kernel.warmup(*args, grid=(1,), **meta)
+    if compiled.hash not in _RESIDENT:
         compiled._init_handles()
         props = torch.cuda.get_device_properties(device)
         warps = compiled.metadata.num_warps
         regs_per_warp = -(-compiled.n_regs * 32 // 256) * 256  # registers are allocated 256 a warp
         by_regs = props.regs_per_multiprocessor // (regs_per_warp * warps)
         by_threads = props.max_threads_per_multi_processor // (32 * warps)
-        by_shared = props.shared_memory_per_multiprocessor // max(compiled.metadata.shared, 1)
-        _RESIDENT[key] = max(1, min(by_regs, by_threads, by_shared))
-    return _RESIDENT[key]
+        by_shared = props.shared_memory_per_multiprocessor // (compiled.metadata.shared + _RESERVED_SHARED_PER_BLOCK)
+        _RESIDENT[compiled.hash] = max(1, min(by_regs, by_threads, by_shared, _MAX_BLOCKS_PER_SM))
+    return _RESIDENT[compiled.hash]

@@ -72,7 +72,7 @@ def _add_mul_act_fwd_kernel(
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["tiles_per_group"])
 def _add_mul_act_bwd_kernel(
     x_ptr, y_ptr, b_ptr, g_ptr, gx_ptr, gy_ptr, partial_ptr, n_rows, n_cols, alpha, tiles_per_group,
     x_inner, x_so, x_si, y_inner, y_so, y_si, g_inner, g_so, g_si,
@@ -132,9 +132,10 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
     tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
     row_tiles = triton.cdiv(xl.rows, tile.rows)
+    bias = bias.contiguous()
     partials = _activations.launch_bias_grad(
         _add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks,
-        lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias.contiguous(), gl.tensor, grad_x, grad_y, partials,
+        lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_y, partials,
                                            xl.rows, n, alpha, tiles_per_group,
                                            *xl.kernel_args(), *yl.kernel_args(), *gl.kernel_args()),
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,

@@ -59,7 +59,7 @@ def _bias_gelu_fwd_kernel(
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["tiles_per_group"])
 def _bias_gelu_bwd_kernel(
     x_ptr, b_ptr, g_ptr, gx_ptr, partial_ptr, n_rows, n_cols, tiles_per_group,
     x_inner, x_so, x_si, g_inner, g_so, g_si,
@@ -105,9 +105,10 @@ def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch
     xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
     tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
     row_tiles = triton.cdiv(xl.rows, tile.rows)
+    bias = bias.contiguous()
     partials = _activations.launch_bias_grad(
         _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
-        lambda partials, tiles_per_group: (xl.tensor, bias.contiguous(), gl.tensor, grad_x, partials, xl.rows, n,
+        lambda partials, tiles_per_group: (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n,
                                            tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
              num_warps=tile.num_warps),

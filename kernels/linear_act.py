@@ -33,9 +33,9 @@ descriptors, which zero-fill past the edges and drop stores past them: for produ
 halves in turn (fewer live registers: the whole-tile epilogue of exact gelu spilled), one program
 per SM walking the tiles (its next tile's loads overlap this one's epilogue). Other layouts
 (strided x, K or N not a multiple of 8) take the pointer kernel, whose epilogue holds the whole tile:
-128 x 128 x 64 tiles at 4 stages for large products, which spill for no activation. Both: 8
-warps, grouped launch order (GROUP_M = 8, for L2 reuse of weight tiles), smaller tiles for small
-M or N. Under the interpreter 16 x 16 x 16 tiles, the TMA epilogue split, and groups of 2, so
+128 x 128 x 64 tiles at 4 stages for large products, which spill for no activation. Both:
+grouped launch order (GROUP_M = 8, for L2 reuse of weight tiles), 8 warps, and smaller tiles at
+4 warps for small M or N. Under the interpreter 16 x 16 x 16 tiles, the TMA epilogue split, and groups of 2, so
 that CPU-sized cases (a few dozen rows and features) still cross tile boundaries in every
 dimension and exercise the grouped order; K values that are not multiples of 8 take the pointer
 kernel there too.
@@ -238,7 +238,7 @@ def _linear_act_fwd_tma_kernel(
                   BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACT, SAVE_Z, SPLIT_N)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["tiles_per_group"])
 def _act_grad_kernel(
     z_ptr, g_ptr, gz_ptr, partial_ptr, n_rows, n_cols, tiles_per_group, g_inner, g_so, g_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr,
@@ -277,9 +277,9 @@ FORCED_LAUNCH: tuple[MatmulConfig, bool] | None = None
 
 def tma_ready(t: torch.Tensor) -> bool:
     """Whether TMA descriptors can move a 2-D tensor: unit inner stride, 16-byte aligned start and
-    row stride."""
+    row stride, rows that do not overlap (a broadcast row, stride 0, takes the pointer kernel)."""
     return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0
-            and (t.stride(0) * t.element_size()) % 16 == 0)
+            and (t.stride(0) * t.element_size()) % 16 == 0 and t.stride(0) >= t.shape[1])
 
 
 def _tma_operand(x: torch.Tensor, k: int) -> torch.Tensor | None:
@@ -303,12 +303,12 @@ def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig 
     saved = z if save_z else (out if save else None)
     if out.numel() == 0:
         return out, saved
+    if FORCED_LAUNCH is not None and config is None:
+        config, tma = FORCED_LAUNCH
     x2 = _tma_operand(x, k) if k > 0 else None
     can_tma = x2 is not None and tma_ready(weight) and tma_ready(out.view(-1, n))
     if tma and not can_tma:
         raise ValueError(f"{OP}: TMA needs K-contiguous, 16-byte aligned rows of x, weight and the output")
-    if FORCED_LAUNCH is not None and config is None:
-        config, tma = FORCED_LAUNCH
     use_tma = can_tma if tma is None else tma
     m = out.numel() // n
     cfg = config or linear_act_config(m, n, use_tma)

@@ -26,7 +26,6 @@ the copy dominates.
 
 from __future__ import annotations
 
-
 import torch
 import triton
 import triton.language as tl

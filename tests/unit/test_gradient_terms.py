@@ -81,11 +81,16 @@ def test_linear_act(activation):
     w, b = torch.randn(5, 7, generator=gen, dtype=torch.float64), torch.randn(5, generator=gen, dtype=torch.float64)
     g = torch.randn(2, 9, 5, generator=gen, dtype=torch.float64)
     grads = _grads(lambda x, weight, bias: la.linear_act(x, weight, bias, activation), {"x": x, "weight": w, "bias": b}, g)
-    terms = la.gradient_term_magnitudes(x, w, b, activation, (g,))
+    terms = la.gradient_term_magnitudes(x, w, b, activation, (g,), dtype=torch.float32)
     _assert_bounded(grads, terms)
     if activation == "relu":  # no curvature: the terms are those of |g| * relu'(z) through the matmuls
         slope = (torch.nn.functional.linear(x, w, b) > 0).to(torch.float64)
         torch.testing.assert_close(terms["x"], (g.abs() * slope) @ w.abs())
+    # in fp32 ulps (the spec's term precision): grad_z's 16-bit rounding weighs eps16 / eps32 times more
+    ratio = torch.finfo(torch.bfloat16).eps / torch.finfo(torch.float32).eps
+    bf16 = la.gradient_term_magnitudes(x, w, b, activation, (g,), dtype=torch.bfloat16)
+    for name in terms:
+        torch.testing.assert_close(bf16[name], terms[name] * ratio)
 
 
 def test_lora_linear_terms_weigh_the_rounded_low_rank_product_by_the_dtype():

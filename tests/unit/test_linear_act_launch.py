@@ -45,16 +45,34 @@ def test_each_forward_launch_passes_the_harness_checks(monkeypatch, launch, chec
     shape = BenchShape({"rows": rows, "out_features": out_features, "in_features": in_features}, dtype,
                        {"activation": activation})
     monkeypatch.setattr(la, "FORCED_LAUNCH", (cfg, tma))
+    ran = []
+    for path in ("_launch_tma", "_launch_pointers"):
+        launch = getattr(la, path)
+        monkeypatch.setattr(la, path, lambda *args, launch=launch, path=path: (ran.append((path, args[-1])), launch(*args)))
     result = run_check(spec, la.linear_act, check, bench_case(spec, shape, seed=3), device)
     assert result.passed, result.details()
+    assert set(ran) == {("_launch_tma" if tma else "_launch_pointers", cfg)}  # the forced launch, every call
 
 
-def test_forcing_tma_on_a_layout_it_cannot_move_is_refused(monkeypatch):
+@pytest.mark.parametrize("how", ["argument", "FORCED_LAUNCH"])
+def test_forcing_tma_on_a_layout_it_cannot_move_is_refused(monkeypatch, how):
     import torch
 
     device = kernel_device_type()
     x = torch.randn(20, 36, device=device, dtype=torch.float16)  # rows of 72 bytes: not 16-aligned
     w = torch.randn(24, 36, device=device, dtype=torch.float16)
     b = torch.randn(24, device=device, dtype=torch.float16)
+    if how == "FORCED_LAUNCH":
+        monkeypatch.setattr(la, "FORCED_LAUNCH", (la._INTERPRETER_CONFIG, True))
+        config, tma = None, None
+    else:
+        config, tma = la._INTERPRETER_CONFIG, True
     with pytest.raises(ValueError, match="TMA needs"):
-        la._forward(x, w, b, "relu", False, la._INTERPRETER_CONFIG, tma=True)
+        la._forward(x, w, b, "relu", False, config, tma)
+
+
+def test_broadcast_rows_take_the_pointer_kernel():
+    import torch
+
+    w = torch.randn(1, 64, dtype=torch.float16).expand(24, 64)  # one row for all: stride 0
+    assert not la.tma_ready(w) and la.tma_ready(w.contiguous())

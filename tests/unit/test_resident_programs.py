@@ -17,20 +17,24 @@ class _Kernel:
     """A jit function's stand-in: ``warmup`` returns a compiled kernel with these resources."""
 
     def __init__(self, regs, warps, shared=0):
-        self.compiled = SimpleNamespace(n_regs=regs, metadata=SimpleNamespace(num_warps=warps, shared=shared),
-                                        _init_handles=lambda: None)
-        self.warmups = 0
+        self.loads = 0
+        self.compiled = SimpleNamespace(hash=f"{regs}-{warps}-{shared}", n_regs=regs, _init_handles=self._load,
+                                        metadata=SimpleNamespace(num_warps=warps, shared=shared))
+
+    def _load(self):
+        self.loads += 1
 
     def warmup(self, *args, grid, **meta):
-        self.warmups += 1
         return self.compiled
 
 
 @pytest.mark.parametrize("regs, warps, shared, expected", [
     (80, 8, 0, 3),  # bias_gelu's tanh backward on the H100 (ptxas: 80 registers)
-    (116, 8, 0, 2),  # 116 registers round up to 120 a thread: 30720 a program
-    (32, 4, 0, 16),  # threads bind: 2048 / 128
-    (40, 4, 100_000, 2),  # shared memory binds
+    (84, 8, 0, 2),  # rounds up to 88 a thread (256 a warp): 3 would fit at 84
+    (24, 4, 0, 16),  # threads bind (2048 / 128), where registers would allow 21
+    (16, 1, 0, 32),  # the 32 blocks an SM holds bind
+    (40, 4, 100_000, 2),  # shared memory binds (with 1 KB reserved a block)
+    (40, 4, 115_800, 1),  # 2 x (115800 + 1024) bytes is over the SM's 233472
     (255, 8, 0, 1),
 ])
 def test_resident_programs_follow_the_scarcest_resource(monkeypatch, regs, warps, shared, expected):
@@ -40,4 +44,4 @@ def test_resident_programs_follow_the_scarcest_resource(monkeypatch, regs, warps
     device = torch.device("cuda", 0)
     assert runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device) == expected
     runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device)
-    assert kernel.warmups == 1  # remembered per kernel, options and argument dtypes
+    assert kernel.loads == 1  # remembered per compiled variant
