@@ -2,6 +2,7 @@
 the Triton kernel (low-rank path fused into the base matmul) against the eager composition."""
 
 from hypothesis import strategies as st
+from torch.nn import functional as F
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
 from harness.case import torch_dtype
@@ -35,6 +36,13 @@ def _backward_flops(dims, dtype):
     """grad_x (base and low-rank), gb = g @ lora_b, grad_lora_a, grad_lora_b."""
     m, n, k, r = _dims(dims)
     return 2.0 * m * n * k + 2.0 * m * k * r + 2.0 * m * n * r + 2.0 * m * k * r + 2.0 * m * n * r
+
+
+def _base_matmul(x, weight, lora_a, lora_b, scale):
+    """The bare base matmul ``x @ weight^T`` (cuBLAS), timed beside the kernel so that the
+    benchmark states what the fused low-rank path costs on top of it (forward+backward: the base's
+    grad x only, weight being frozen)."""
+    return F.linear(x, weight)
 
 
 def _shape(m, n, k, r, dtype, scale=2.0, quick=False):
@@ -85,6 +93,7 @@ SPEC = KernelSpec(
         backward_bytes=_backward_bytes,
         flops=_forward_flops,
         backward_flops=_backward_flops,
+        peers={"base_matmul": _base_matmul},
         shapes=(
             # the issue's point: 8 K tokens, hidden 4096, rank 16
             _shape(8192, 4096, 4096, 16, "bfloat16", quick=True),
