@@ -33,10 +33,10 @@ from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
 from harness.parallel import RunKey, verify_parallel
-from harness.regression import DEFAULT_RULE, decide
+from harness.regression import DEFAULT_RULE, decide, reference_drift
 from harness.results import verify
 from harness.runner import property_runs
-from harness.spec import KernelSpec, is_context
+from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec, is_context
 
 RESULTS_SCHEMA, RESULTS_VERSION = "harness-results", 1
 DEFAULT_BASELINES = Path("benchmarks/baselines")
@@ -102,7 +102,14 @@ def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int |
 
 
 def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: str | None) -> list[dict]:
-    """One verdict per benchmark of an implementation under test (eager/compile are context)."""
+    """One verdict per benchmark of an implementation under test (eager/compile are context, and
+    measure the machine's drift against their own baselines: ``harness.regression``)."""
+    drift_ratios: dict[str, dict[str, float]] = {}  # benchmark (key without implementation) -> reference -> ratio
+    for record in benchmarks:
+        recorded = (baseline or {}).get(record["key"])
+        if record["implementation"] in REFERENCE_IMPLEMENTATIONS and recorded and recorded.get("median_ms"):
+            drift_ratios.setdefault(record["key"].rsplit("/", 1)[0], {})[record["implementation"]] = (
+                record["median_ms"] / recorded["median_ms"])
     verdicts = []
     for record in benchmarks:
         if is_context(record):
@@ -118,11 +125,13 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
             verdicts.append({**base, "verdict": "no-baseline",
                              "reason": "no baseline recorded for this device and software; record one with --update-baseline"})
             continue
-        v = decide(recorded["samples_ms"], record["samples_ms"], DEFAULT_RULE)
+        drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}))
+        samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
+        v = decide(recorded["samples_ms"], samples, DEFAULT_RULE)
         verdicts.append({**base, "verdict": v.verdict, "ratio": finite_or_none(v.ratio),
                          "ci_low": finite_or_none(v.ci_low), "ci_high": finite_or_none(v.ci_high),
                          "p_value": finite_or_none(v.p_value), "baseline_median_ms": recorded["median_ms"],
-                         "reason": v.reason})
+                         "drift": drift, "reason": f"{v.reason}; {about}" if about else v.reason})
     return verdicts
 
 

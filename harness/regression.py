@@ -42,6 +42,17 @@ is then implied for any interval that contains its estimate; it is kept so that 
 contradicts the headline number. Condition (a) is the familiar significance test, checked on
 ranks so that it cannot be fooled by the bootstrap's behaviour on small, tied samples.
 
+**Drift measured in the same run is divided out first** (``reference_drift``): eager and
+torch.compile of the reference run the same code on the same inputs as when the baseline was
+recorded (baselines are kept per device and software versions), so the ratio of their medians to
+their own baselines measures the machine, not a change. The H100 showed drift beyond the model
+above: a later machine of the same kind ran eager and compile 1.0-2.1% slower than the baseline's,
+and the unchanged lora_linear kernel was flagged 1.9-2.3% slower (results/2026-11-24-h100-4,
+call 11). The kernel's samples are therefore divided by the geometric mean of its references'
+ratios before the rule above is applied, and the reason says by how much. References that moved
+more than ``MAX_DRIFT`` are not taken for drift (something else changed): the kernel is then
+judged as measured, and the reason says that too.
+
 The interval is a percentile bootstrap (``rule.resamples`` resamples of each side, independently)
 drawn from ``numpy.random.default_rng(rule.seed)``, so the same inputs always give the same
 verdict.
@@ -73,6 +84,7 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data")
+MAX_DRIFT = 0.05  # references that moved more than this (either way) are not taken for machine drift
 
 
 @dataclass(frozen=True)
@@ -233,6 +245,19 @@ def decide(
     else:
         why = f"{test} but the CI reaches inside {effect}"
     return Verdict("unchanged", ratio, low, high, p, nb, nc, f"{head}: {why}")
+
+
+def reference_drift(ratios: Mapping[str, float]) -> tuple[float | None, str]:
+    """The machine's drift in this run from the references' median ratios (implementation ->
+    median(current) / median(baseline)): their geometric mean, or None when there are none or
+    one moved more than ``MAX_DRIFT``; and the sentence a verdict's reason adds about it."""
+    if not ratios:
+        return None, ""
+    moves = ", ".join(f"{name} {_pct(r)}" for name, r in sorted(ratios.items()))
+    if any(abs(math.log(r)) > math.log1p(MAX_DRIFT) for r in ratios.values()):
+        return None, f"references moved too far to be drift ({moves} against their baselines): judged as measured"
+    drift = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+    return drift, f"the references' drift divided out (x{drift:.3f}: {moves} against their baselines)"
 
 
 def compare_records(

@@ -59,6 +59,8 @@ _BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
+# Added within version 1: the machine drift divided out of a verdict (harness.regression)
+_REGRESSION_OPTIONAL = {"drift": _OPT_NUM}
 _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verification_cost": dict,
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,
         "regressions": list}
@@ -136,7 +138,7 @@ def validate_results(data: Any, source: str = "<results>") -> dict:
         if isinstance(data.get(name), list):
             for i, record in enumerate(data[name]):
                 _check_record(record, fields, f"{name}[{i}]", problems,
-                              _BENCHMARK_OPTIONAL if name == "benchmarks" else {})
+                              {"benchmarks": _BENCHMARK_OPTIONAL, "regressions": _REGRESSION_OPTIONAL}.get(name, {}))
     if isinstance(data.get("verification_cost"), dict):
         for spec, cost in data["verification_cost"].items():
             _check_record(cost, {"seconds": _NUM, "compilations": _OPT_INT}, f"verification_cost[{spec!r}]", problems)

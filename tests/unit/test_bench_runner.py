@@ -88,6 +88,34 @@ def test_judge_flags_against_baseline_and_says_when_none_or_unreadable():
     assert judge([record], None, "file.json is corrupt")[0]["verdict"] == "baseline-unreadable"
 
 
+def _timings(median, n=40):
+    return [median * (1.0 + 0.002 * (i % 5 - 2)) for i in range(n)]
+
+
+def _run(kernel_ms, reference_ms):
+    """A kernel's and its references' records at one shape, and their baselines at 1.0 ms."""
+    records = [{"key": f"s/forward/n=1/float16/{impl}", "spec": "s", "implementation": impl, "median_ms": ms,
+                "samples_ms": _timings(ms)} for impl, ms in (("triton", kernel_ms), *reference_ms.items())]
+    baseline = {r["key"]: {"samples_ms": _timings(1.0), "median_ms": 1.0} for r in records}
+    return judge(records, baseline, None)
+
+
+@pytest.mark.parametrize("kernel_ms, reference_ms, verdict, drift", [
+    (1.02, {"eager": 1.02, "compile": 1.02}, "unchanged", 1.02),  # the whole machine 2% slower
+    (1.07, {"eager": 1.02, "compile": 1.02}, "regression", 1.02),  # 5% beyond the machine's 2%
+    (0.97, {"eager": 1.02, "compile": 1.01}, "improvement", (1.02 * 1.01) ** 0.5),
+    (1.05, {"eager": 1.0, "compile": 1.0}, "regression", 1.0),
+    (1.05, {"eager": 1.12, "compile": 1.0}, "regression", None),  # a reference moved 12%: not drift
+    (1.05, {}, "regression", None),  # no references: judged as measured
+])
+def test_judge_divides_out_the_drift_its_references_measure(kernel_ms, reference_ms, verdict, drift):
+    (v,) = _run(kernel_ms, reference_ms)
+    assert v["verdict"] == verdict, v["reason"]
+    assert v["drift"] == pytest.approx(drift) if drift is not None else v["drift"] is None
+    if reference_ms:
+        assert ("divided out" if drift else "judged as measured") in v["reason"]
+
+
 def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_clock):
     spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
     wrong_peer = lambda x: torch.zeros_like(x)  # noqa: E731 - a peer's output is not the harness's to judge
