@@ -331,10 +331,12 @@ TARGETS = {
     # the activation kernels' backward with grad_bias (bias_gelu, add_mul_act, linear_act's grad_z
     # pass): programs per SM, each walking its group of row tiles and writing one partial row
     "elementwise_backward": Target(
-        lambda: _rows.ELEMENTWISE_GPU_LIMITS, lambda limits: None, lambda: None, {"programs_per_sm": (2, 3, 4, 8, 16)},
+        lambda: _rows.ELEMENTWISE_GPU_LIMITS, lambda limits: None, lambda: None,
+        {"programs_per_sm": (None, 2, 3, 4, 8, 16)},  # None: as many as an SM holds (production)
         (_bias_gelu_backward_op("tanh", 8192, 16384, torch.bfloat16),
          _bias_gelu_backward_op("tanh", 16384, 4096, torch.float16),
          _bias_gelu_backward_op("none", 16384, 3072, torch.float16),
+         _bias_gelu_backward_op("none", 4096, 16384, torch.float32),
          _add_mul_act_backward_op("gelu_tanh", 8192, 16384, torch.bfloat16),
          _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
