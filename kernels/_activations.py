@@ -288,8 +288,7 @@ def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
             if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)
                 stand_in = torch.empty((1, n), dtype=torch.float64, device=t.device)
                 per_sm = resident_programs(kernel, make_args(stand_in, 2), meta, t.device)
-            groups = max(1, min(row_tiles, per_sm * sm_count(t.device) // col_blocks))
-            tiles_per_group = triton.cdiv(row_tiles, groups)
+            tiles_per_group = _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
         partials = torch.empty((triton.cdiv(row_tiles, tiles_per_group), n), dtype=torch.float64, device=t.device)
         kernel[(col_blocks, partials.shape[0])](*make_args(partials, tiles_per_group), **meta)
     return partials

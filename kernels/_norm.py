@@ -175,7 +175,7 @@ def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
     return _GPU_BWD._replace(target_elems=_DROPOUT_BWD_TILE_BYTES // itemsize, thread_bytes=64)
 
 
-def _gpu_bwd_limits(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> _rows.TileLimits:
+def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimits:
     """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
     exception (above) that covers these rows."""
     if not OVERRIDES:
@@ -225,13 +225,13 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool, rms: bool = False) -> _rows.RowTile:
+def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
     if not backward:
         limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not interpreting() else _fwd_limits()
     elif interpreting():
         limits = _INTERPRETER_BWD
     else:
-        limits = _gpu_bwd_limits(n, dtype, rms, dropout)
+        limits = _gpu_bwd_limits(n, dtype, dropout)
     tile = _rows.row_tile(n, dtype.itemsize, limits)
     if dropout and tile.block < _MIN_DROPOUT_BLOCK:
         tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
@@ -262,7 +262,7 @@ def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in _WIDE else torch.float32
 
 
-def _bwd_programs_per_sm(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> int:
+def _bwd_programs_per_sm(n: int, dtype: torch.dtype, dropout: bool) -> int:
     """Backward programs per SM for rows of n elements: the shared count, or the measured exception."""
     if BWD_PROGRAMS_PER_SM is not None:
         return BWD_PROGRAMS_PER_SM
@@ -276,8 +276,7 @@ def _tiles_per_group(t: torch.Tensor, row_tiles: int, programs_per_sm: int) -> i
     """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
     if t.device.type != "cuda":
         return _INTERPRETER_TILES_PER_GROUP
-    groups = max(1, min(row_tiles, programs_per_sm * sm_count(t.device)))
-    return triton.cdiv(row_tiles, groups)
+    return _rows.tiles_per_group(row_tiles, programs_per_sm * sm_count(t.device))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -854,9 +853,9 @@ def backward(
     s_rows = _rows.row_layout(src)
     g_rows = _rows.row_layout(dy)
     h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
-    tile = _tile(n, dtype, backward=True, dropout=dropout is not None, rms=rms)
+    tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
     row_tiles = triton.cdiv(s_rows.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(src, row_tiles, _bwd_programs_per_sm(n, dtype, rms, dropout is not None))
+    tiles_per_group = _tiles_per_group(src, row_tiles, _bwd_programs_per_sm(n, dtype, dropout is not None))
     groups = triton.cdiv(row_tiles, tiles_per_group)
     numerics = _numerics(dtype)
     acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32

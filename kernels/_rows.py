@@ -406,6 +406,12 @@ def cast_to(v, dtype: tl.constexpr):
         return v.to(dtype)
 
 
+def tiles_per_group(row_tiles: int, programs: int) -> int:
+    """Row tiles each program walks when ``row_tiles`` tiles are shared among at most ``programs``
+    programs (the backward kernels that reduce over rows: one partial row per program)."""
+    return triton.cdiv(row_tiles, max(1, min(row_tiles, programs)))
+
+
 def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
     """The GPU limits, or the small interpreter ones when kernels run on the CPU."""
     return interpreter if _INTERPRETING else gpu

@@ -30,35 +30,34 @@ def _plain(n, dtype):
 def test_overrides_reach_only_their_shapes(on_gpu):
     bf16, fp32 = torch.bfloat16, torch.float32
     # 16-bit rows of 512-1024: fewer warps, both norms; 256-wide rows keep the shared tile
-    for rms in (False, True):
-        assert norm._tile(1024, bf16, True, False, rms).num_warps < _plain(1024, bf16).num_warps
-        assert norm._tile(512, bf16, True, False, rms).num_warps < _plain(512, bf16).num_warps
-        assert norm._tile(256, bf16, True, False, rms) == _plain(256, bf16)
-    assert norm._tile(1024, fp32, True, False, False) == _plain(1024, fp32)
+    assert norm._tile(1024, bf16, True, False).num_warps < _plain(1024, bf16).num_warps
+    assert norm._tile(512, bf16, True, False).num_warps < _plain(512, bf16).num_warps
+    assert norm._tile(256, bf16, True, False) == _plain(256, bf16)
+    assert norm._tile(1024, fp32, True, False) == _plain(1024, fp32)
     # rows wider than a block: more rows a tile, for both norms
-    wide = norm._tile(16384, bf16, True, False, True)
+    wide = norm._tile(16384, bf16, True, False)
     assert wide.col_blocks > 1 and wide.rows > _plain(16384, bf16).rows
-    assert norm._tile(16384, fp32, True, False, True) == _plain(16384, fp32)  # not swept; spills
+    assert norm._tile(16384, fp32, True, False) == _plain(16384, fp32)  # not swept; spills
     # dropout-add-norm: 8 KB of input a tile whatever the dtype, but fp32 rows of 1024: one row, 4 warps
     for n, dtype in ((1024, bf16), (512, fp32), (2048, fp32)):
-        tile = norm._tile(n, dtype, True, True, False)
+        tile = norm._tile(n, dtype, True, True)
         assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
-    assert norm._tile(1024, fp32, True, True, False)[:3] == (1024, 1, 4)
+    assert norm._tile(1024, fp32, True, True)[:3] == (1024, 1, 4)
     # the plain forward keeps the shared tile; dropout-add-norm's forward takes 1024 elements a program
-    assert norm._tile(1024, bf16, False, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
+    assert norm._tile(1024, bf16, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
     for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16)):
-        dropout, plain = norm._tile(n, dtype, False, True, False), norm._tile(n, dtype, False, False, False)
+        dropout, plain = norm._tile(n, dtype, False, True), norm._tile(n, dtype, False, False)
         assert (dropout.rows, plain.rows) == (1024 // n, 4096 // n)
         assert dropout.num_warps == plain.num_warps * dropout.rows // plain.rows  # the same bytes a thread
     # rows of 4096 or more: one row a program either way, the same launch
-    assert norm._tile(4096, bf16, False, True, False) == norm._tile(4096, bf16, False, False, False)
+    assert norm._tile(4096, bf16, False, True) == norm._tile(4096, bf16, False, False)
 
 
 def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
     monkeypatch.setattr(norm, "OVERRIDES", False)
     for n, dtype, dropout in ((1024, torch.bfloat16, False), (16384, torch.bfloat16, False), (1024, torch.float32, True)):
-        assert norm._tile(n, dtype, True, dropout, False) == _plain(n, dtype)
-        assert norm._tile(n, dtype, False, dropout, False) == _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD)
+        assert norm._tile(n, dtype, True, dropout) == _plain(n, dtype)
+        assert norm._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD)
 
 
 def test_overrides_are_off_under_the_interpreter():
@@ -66,8 +65,8 @@ def test_overrides_are_off_under_the_interpreter():
     if not norm.interpreting():
         pytest.skip("this process runs kernels on a GPU; the interpreter's tiles are the CPU's")
     interpreter = _rows.row_tile(1024, 2, norm._INTERPRETER_BWD)
-    assert norm._tile(1024, torch.bfloat16, True, False, False) == interpreter
-    assert norm._tile(1024, torch.bfloat16, False, True, False) == _rows.row_tile(1024, 2, norm._INTERPRETER_FWD)
+    assert norm._tile(1024, torch.bfloat16, True, False) == interpreter
+    assert norm._tile(1024, torch.bfloat16, False, True) == _rows.row_tile(1024, 2, norm._INTERPRETER_FWD)
 
 
 @pytest.mark.parametrize("p", [0.0, 2**-7, 0.1, 0.3, 0.5, 0.9, 1.0])
@@ -132,15 +131,14 @@ def test_the_interpreter_runs_both_forms_of_the_backward_loop():
 
 def test_only_16bit_norm_split_rows_take_one_backward_program_per_sm(on_gpu, monkeypatch):
     shared = norm._GPU_BWD_PROGRAMS_PER_SM
-    for rms in (False, True):
-        assert norm._bwd_programs_per_sm(16384, torch.bfloat16, rms, False) == 1
-        assert norm._bwd_programs_per_sm(8192, torch.float16, rms, False) == shared  # one block
-    assert norm._bwd_programs_per_sm(16384, torch.float32, True, False) == shared
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, True) == shared  # dropout-add-norm
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False) == 1
+    assert norm._bwd_programs_per_sm(8192, torch.float16, False) == shared  # one block
+    assert norm._bwd_programs_per_sm(16384, torch.float32, False) == shared
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True) == shared  # dropout-add-norm
     monkeypatch.setattr(norm, "OVERRIDES", False)
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True, False) == shared
+    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False) == shared
     monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 4)  # a sweep's forced count
-    assert norm._bwd_programs_per_sm(1024, torch.float32, False, True) == 4
+    assert norm._bwd_programs_per_sm(1024, torch.float32, True) == 4
 
 
 @pytest.mark.parametrize("rms, dropout, dtype", [
@@ -166,6 +164,6 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
         out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
                             need_dxbias=dropout)
         grads.append([g for g in out if g is not None])
-    assert norm._tile(n, dtype, True, dropout, rms).col_blocks == 1  # the loop that prefetches
+    assert norm._tile(n, dtype, True, dropout).col_blocks == 1  # the loop that prefetches
     for plain, ahead in zip(*grads):
         assert torch.equal(plain, ahead)

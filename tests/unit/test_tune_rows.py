@@ -25,7 +25,7 @@ def on_gpu(monkeypatch):
 
 def _spy(cols, dtype):
     """A pass that reports the dropout forward's tile and the fp32 arithmetic flag it would run with."""
-    return lambda *args: (norm._tile(cols, dtype, False, True, False), norm._WIDE)
+    return lambda *args: (norm._tile(cols, dtype, False, True), norm._WIDE)
 
 
 def test_module_knobs_are_candidates_of_their_own():
