@@ -20,15 +20,18 @@ it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dspa
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
 Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
-fp32 inputs take no ``tl.dot`` at all (``EXACT``): IEEE fp32 ``tl.dot`` is one running FMA sum per
-output, and on the H100 the backward's sum over 62 terms was 11 ulp off where eager's bmm was 3,
-the forward's over 251 columns 3.1x eager's error; partial sums of 16 terms still scored 4.12
-against the budget of 4 (and Triton 3.6 compiles no fp64 ``tl.dot``, 2-D or batched). Instead the
-Gram matrix is a sum of outer products of Z's columns, and dZ a sum over k of outer products of
-``(G + G^T)[:, k]`` and ``Z[k, :]``, both accumulated in fp64: the products of fp32 values are exact
-in fp64, so each output is rounded once, from a sum good to about 2^-50. ``ddense`` adds
-``grad[:, :dim]`` in fp64 too (one rounding, where eager rounds twice). Any strides; outputs
-contiguous.
+fp32 inputs sum in partials (``WIDE_SUM``): each ``tl.dot`` over 16 terms (``PARTIAL_TERMS``) starts
+from zero and sums in fp32, and the partials add up in fp64, rounded to fp32 once at the end. IEEE
+fp32 ``tl.dot`` is one running FMA sum per output: in one chain, the backward's sum over 62 terms was
+11 ulp off on the H100 where eager's bmm was 3, and the forward's over 251 columns 3.1x eager's
+error; partial sums of 16 terms added in fp32 still scored 4.12 against the budget of 4. A
+simulation of the FMA chain in numpy (fp32 rounding after each fused step, which reproduced the
+H100's error exactly) puts 16-term partials summed in fp64 at 0.6-1.2 eps of the terms' sum at 64
+and 260 terms, where one chain is at 2.3-6.7 (``tests/unit/test_dlrm_partials.py``). Triton 3.6
+compiles no fp64 ``tl.dot`` (Triton 3.8 does), and the earlier exact form, outer products of single
+columns accumulated in fp64, was latency-bound: 0.19x torch.compile. ``ddense`` adds
+``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager rounds twice). Any
+strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -64,13 +67,16 @@ _INTERPRETING = interpreting()
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction.
-# fp32 takes half that tile and 8 warps: its fp64 accumulators (EXACT, above) need two registers a
-# value, and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64:
-# 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark
-# shapes' tiles compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py).
+# fp32 takes half that tile and 8 warps: its fp64 accumulators (WIDE_SUM, above) need two
+# registers a value, and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples
+# x 32 x 64: 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The
+# benchmark shapes' tiles compile without spills (ptxas -v on the sm_90 PTX,
+# tests/unit/test_dlrm_tiles.py). fp32's forward takes PARTIAL_TERMS columns a tile (each tile's
+# dot is one partial sum) and the backward PARTIAL_TERMS rows of Z a dot.
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
+PARTIAL_TERMS = tl.constexpr(16)
 # The 16-bit forward at up to 32 rows of Z: 2 samples a program at 2 warps. The H100 sweep
 # (benchmarks/tune_dlrm.py; results/2026-11-24-h100-2/call3) had it fastest at 65536 x 26 x
 # {128, 64, 16}: 0.2012 / 0.1127 / 0.0573 ms against 0.2244 / 0.1165 / 0.0623 for the shared tile
@@ -95,18 +101,22 @@ def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tupl
     the shared tile (``gpu_blocks``, ``num_warps``), but for the 16-bit forward's own (above)."""
     if kernel not in ("forward", "backward"):
         raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
+    if kernel == "forward" and dtype == torch.float32:
+        block_b, block_t, block_d = gpu_blocks(features, dim, dtype, max_block_d=PARTIAL_TERMS.value)
+        return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
-    if kernel == "forward" and dtype != torch.float32 and block_t <= 32:
+    if kernel == "forward" and block_t <= 32:
         return min(block_b, _GPU_FWD16_BLOCK_B), block_t, block_d, _GPU_FWD16_WARPS
     return block_b, block_t, block_d, num_warps(block_t, dtype)
 
 
-def gpu_blocks(features: int, dim: int, dtype: torch.dtype) -> tuple[int, int, int]:
+def gpu_blocks(features: int, dim: int, dtype: torch.dtype, max_block_d: int | None = None) -> tuple[int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D) on a GPU: tl.dot needs every tile side >= 16, and each operand
-    stays within the dtype's tile (_GPU_TILE_ELEMS, or _GPU_TILE_ELEMS_FP32 for fp32)."""
+    stays within the dtype's tile (_GPU_TILE_ELEMS, or _GPU_TILE_ELEMS_FP32 for fp32); BLOCK_D at
+    most ``max_block_d`` where given."""
     elems = _GPU_TILE_ELEMS_FP32 if dtype == torch.float32 else _GPU_TILE_ELEMS
     block_t = max(16, triton.next_power_of_2(features + 1))
-    block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t))
+    block_d = min(max(16, triton.next_power_of_2(dim)), max(16, elems // block_t), max_block_d or elems)
     block_b = max(1, min(_GPU_MAX_BLOCK_B, elems // (block_t * max(block_t, block_d))))
     return block_b, block_t, block_d
 
@@ -148,31 +158,26 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    EXACT: tl.constexpr,
+    WIDE_SUM: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
-    if EXACT:
-        # fp32: the Gram matrix as a sum of outer products of Z's columns in fp64 (module docstring)
+    if WIDE_SUM:
+        # fp32: each column tile's Gram matrix is one partial, the partials summed in fp64 (module docstring)
+        tl.static_assert(BLOCK_D <= PARTIAL_TERMS)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
-        for d in range(D):
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, tl.full([1], 0, tl.int32) + d, B, F, D,
-                           sd_b, sd_d, ss_b, ss_f, ss_d)
-            z = z.to(tl.float64)
-            gram += z * tl.permute(z, (0, 2, 1))
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        if EXACT:  # the Gram matrix is done: only the copy of dense is left
-            dense = _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d)
-        else:
-            z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if not EXACT:
+        if WIDE_SUM:
+            gram += dot(z, tl.permute(z, (0, 2, 1)), tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)).to(tl.float64)
+        else:
             gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
@@ -196,7 +201,7 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    EXACT: tl.constexpr,
+    WIDE_SUM: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -207,14 +212,15 @@ def _interaction_bwd_kernel(
     t3 = offs_t[None, :, None]
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        if EXACT:
-            # fp32: dZ = (G + G^T) Z as a sum over k of outer products, in fp64 (module docstring)
+        if WIDE_SUM:
+            # fp32: dZ = (G + G^T) Z over PARTIAL_TERMS rows of Z at a time, the partials summed in
+            # fp64 (module docstring)
             dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
-            for k in range(F + 1):
-                col = tl.full([1], 0, tl.int32) + k
-                g_k = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, col, D, F).to(tl.float64)
-                z_k, _ = _load_z(DENSE, SPARSE, offs_b, col, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-                dz += g_k * z_k.to(tl.float64)
+            for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
+                offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
+                g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+                z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)).to(tl.float64)
         else:
             g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
             z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
@@ -246,26 +252,27 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            EXACT=dense.dtype == torch.float32,
+            WIDE_SUM=dense.dtype == torch.float32,
             num_warps=warps,
         )
     return out
 
 
-def _backward(dense, sparse, grad):
+def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = None):
+    """The gradients of validated inputs; ``launch`` as for ``_forward``."""
     batch, dim = dense.shape
     features = sparse.shape[1]
     ddense = torch.empty((batch, dim), dtype=dense.dtype, device=dense.device)
     dsparse = torch.empty((batch, features, dim), dtype=dense.dtype, device=dense.device)
     if batch == 0 or dim == 0:
         return ddense, dsparse
-    block_b, block_t, block_d, warps = _launch(features, dim, dense.dtype, "backward")
+    block_b, block_t, block_d, warps = launch or _launch(features, dim, dense.dtype, "backward")
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            EXACT=dense.dtype == torch.float32,
+            WIDE_SUM=dense.dtype == torch.float32,
             num_warps=warps,
         )
     return ddense, dsparse

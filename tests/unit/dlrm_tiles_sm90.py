@@ -44,7 +44,7 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
     """(shared memory bytes, spilled bytes) of the kernel compiled for sm_90 at this tile and warps."""
     names = kernel.arg_names
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles,
-                  "EXACT": dtype == "fp32"}
+                  "WIDE_SUM": dtype == "fp32"}
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
