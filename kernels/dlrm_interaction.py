@@ -84,6 +84,14 @@ PARTIAL_TERMS = tl.constexpr(16)
 # x 128. The backward keeps the shared tile (not swept).
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
+# fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 4 warps, the backward
+# at 2. The H100 sweep (tune_dlrm.py float32; results/2026-11-24-h100-5, calls 1 and 3) at 65536 x
+# 26 x {64, 16}: forward 1.3055 / 0.3515 ms against 1.3499 / 0.3586 for the shared tile (4 samples,
+# 8 warps); backward 0.6309 / 0.1635 against 0.6863 / 0.2593 (4 warps: 0.6219 / 0.2099). The
+# forward is bound by shared-memory reads of the FMA dot's second operand (ncu, call 2: L1/TEX 97%
+# busy, warps stalled on the MIO queue), whatever the tile.
+_GPU_FP32_BLOCK_B = 1
+_GPU_FP32_WARPS = {"forward": 4, "backward": 2}
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 
@@ -98,11 +106,15 @@ def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[i
 
 def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` ("forward" or "backward") on a GPU:
-    the shared tile (``gpu_blocks``, ``num_warps``), but for the 16-bit forward's own (above)."""
+    the shared tile (``gpu_blocks``, ``num_warps``), but for the swept ones of the 16-bit forward and
+    of fp32 at up to 32 rows of Z (above); fp32's forward takes PARTIAL_TERMS columns a tile."""
     if kernel not in ("forward", "backward"):
         raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
-    if kernel == "forward" and dtype == torch.float32:
-        block_b, block_t, block_d = gpu_blocks(features, dim, dtype, max_block_d=PARTIAL_TERMS.value)
+    if dtype == torch.float32:
+        block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
+                                               max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
+        if block_t <= 32:
+            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel]
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
@@ -128,7 +140,7 @@ def num_warps(block_t: int, dtype: torch.dtype) -> int:
 
 def block_boundaries() -> tuple[int, ...]:
     """Batch sizes where the tiling changes on the current backend (for test shapes)."""
-    return (_INTERPRETER_BLOCK_B,) if _INTERPRETING else (_GPU_FWD16_BLOCK_B, _GPU_MAX_BLOCK_B)
+    return (_INTERPRETER_BLOCK_B,) if _INTERPRETING else (_GPU_FP32_BLOCK_B, _GPU_FWD16_BLOCK_B, _GPU_MAX_BLOCK_B)
 
 
 @triton.jit
