@@ -254,7 +254,7 @@ def _gather_rows(t: torch.Tensor, n_rows: int, n_cols: int, inner: int, stride_o
     flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), t.storage_offset(),
                                               (t.untyped_storage().nbytes() // t.element_size() - t.storage_offset(),))
     r = torch.arange(n_rows)
-    start = (r // inner) * stride_outer + (r % inner) * stride_inner
+    start = r * stride_inner if inner == 0 else (r // inner) * stride_outer + (r % inner) * stride_inner
     return flat[start[:, None] + torch.arange(n_cols)[None, :]]
 
 
