@@ -22,6 +22,7 @@ import torch
 
 import references.add_mul_act as reference
 from harness.runner import skip_reason
+from kernels._runtime import kernel_device_type
 from kernels.cuda import _build
 from kernels.cuda import add_mul_act as cuda_add_mul_act
 
@@ -292,18 +293,20 @@ class _StandIn:
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed_batch", "sliced_columns"])
 def test_glue_passes_layouts_groups_and_gradients(layout):
+    """On the kernels' device: the glue validates its inputs as the Triton wrapper does."""
     torch.manual_seed(0)
-    base = torch.randn(3, 7, 19)
+    device = kernel_device_type()
+    base = torch.randn(3, 7, 19, device=device)
     if layout == "contiguous":
         x = base
     elif layout == "transposed_batch":
         x = base.transpose(0, 1).contiguous().transpose(0, 1)  # leading dims in the other order
     else:
-        x = torch.randn(3, 7, 40)[..., 5:24]  # a row stride longer than the row
+        x = torch.randn(3, 7, 40, device=device)[..., 5:24]  # a row stride longer than the row
     x = x.clone() if layout == "contiguous" else x
-    y = torch.randn(3, 7, 19)
-    bias = torch.randn(19)
-    grad = torch.randn(3, 7, 19).transpose(0, 1).contiguous().transpose(0, 1)
+    y = torch.randn(3, 7, 19, device=device)
+    bias = torch.randn(19, device=device)
+    grad = torch.randn(3, 7, 19, device=device).transpose(0, 1).contiguous().transpose(0, 1)
     stand_in = _StandIn()
     op = cuda_add_mul_act.make(stand_in, require_cuda=False)
     for act in cuda_add_mul_act.ACTIVATIONS:
@@ -331,11 +334,13 @@ def test_row_groups_cover_every_row_once():
 
 def test_glue_rejects_what_the_triton_kernel_rejects():
     op = cuda_add_mul_act.make(_StandIn(), require_cuda=True)
-    x = torch.randn(2, 4)
+    device = kernel_device_type()
+    x = torch.randn(2, 4, device=device)
     with pytest.raises(ValueError, match="activation"):
-        op(x, x, torch.randn(4), activation="tanh")
-    with pytest.raises(ValueError, match="CUDA device"):
-        op(x, x, torch.randn(4))
+        op(x, x, torch.randn(4, device=device), activation="tanh")
+    cpu = torch.randn(2, 4)  # refused on a CPU machine by the glue, on a GPU one by the shared check
+    with pytest.raises(ValueError, match="(?i)cuda device"):
+        op(cpu, cpu, torch.randn(4))
 
 
 def test_a_stale_build_lock_is_removed_and_a_fresh_one_kept(tmp_path):
