@@ -53,13 +53,17 @@ class RowLayout(NamedTuple):
     """A tensor seen as ``rows x n`` with a unit-stride last dimension.
 
     ``tensor`` is what to hand the kernel as the base pointer: the caller's tensor itself, or a
-    contiguous copy when ``copied`` is true. Row ``r`` starts ``r * stride_inner`` elements after
-    ``tensor.data_ptr()`` where ``inner_rows`` is 0 (the leading dimensions fold into one group: a
-    2-D tensor, a contiguous one, a single row), and ``(r // inner_rows) * stride_outer + (r %
-    inner_rows) * stride_inner`` elements after it otherwise. The kernels branch on that 0 once a
-    program: the division is 64-bit, a routine of ~20 instructions a row on the GPU, and on short
-    rows it cost the norms' forward more instructions than the rest of their work (the H100's
-    LayerNorm at 65536 x 256: 13.6 M instructions executed, torch.compile's 6.0 M).
+    contiguous copy when ``copied`` is true. Row ``r`` starts ``(r // inner_rows) * stride_outer +
+    (r % inner_rows) * stride_inner`` elements after ``tensor.data_ptr()``.
+
+    Where the leading dimensions fold into one group (a 2-D tensor, a contiguous one, a single
+    row), ``inner_rows`` is 1 and ``stride_outer`` the row stride: Triton specialises an integer
+    argument equal to 1 as a constant, so the compiled kernel multiplies and never divides. The
+    division is 64-bit, a routine of ~20 instructions a row on the GPU, run for every row a thread
+    holds (16 in LayerNorm's 16-row tile): it cost the short-row norms more instructions than
+    their arithmetic (the H100's LayerNorm forward at 65536 x 256: 13.6 M instructions executed,
+    torch.compile's 6.0 M). A branch on a runtime flag instead slowed LayerNorm's backward loop
+    at rows of 4096 by 18% (results/2026-11-24-h100-5, call 5).
     """
 
     tensor: torch.Tensor
@@ -92,7 +96,7 @@ def _fold_leading(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[tupl
 @functools.lru_cache(maxsize=4096)
 def _layout_plan(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
     """(rows, n, inner_rows, stride_outer, stride_inner), or None when a copy is needed;
-    inner_rows 0 for one group (:class:`RowLayout`)."""
+    inner_rows 1 for one group (:class:`RowLayout`)."""
     n = shape[-1]
     if n > 1 and strides[-1] != 1:
         return None
@@ -101,9 +105,9 @@ def _layout_plan(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
         return None
     rows = math.prod(shape[:-1])
     if not groups:  # a single row
-        return (rows, n, 0, 0, 0)
+        return (rows, n, 1, 0, 0)
     if len(groups) == 1:
-        return (rows, n, 0, 0, groups[0][1])
+        return (rows, n, 1, groups[0][1], 0)
     (inner_rows, stride_inner), (_, stride_outer) = groups
     return (rows, n, inner_rows, stride_outer, stride_inner)
 
@@ -125,11 +129,7 @@ def row_layout(t: torch.Tensor) -> RowLayout:
 def row_offset(rows, inner_rows, stride_outer, stride_inner):
     """Element offset (int64) of the start of each row in ``rows``; see :class:`RowLayout`."""
     r = rows.to(tl.int64)
-    if inner_rows == 0:
-        offset = r * stride_inner
-    else:
-        offset = (r // inner_rows) * stride_outer + (r % inner_rows) * stride_inner
-    return offset
+    return (r // inner_rows) * stride_outer + (r % inner_rows) * stride_inner
 
 
 # ---- the elementwise kernels' tiles -------------------------------------------------------------

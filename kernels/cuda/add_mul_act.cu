@@ -3,9 +3,8 @@
 // Built at first use by kernels/cuda/_build.py (torch.utils.cpp_extension.load_inline), which
 // places add_mul_act_math.h in front of this file. The Python side (kernels/cuda/add_mul_act.py)
 // validates the arguments, describes x, y and grad as rows (kernels/_rows.py: row r starts
-// r * stride_inner elements after the data pointer where inner is 0, and (r / inner) *
-// stride_outer + (r % inner) * stride_inner otherwise, the last dimension unit-stride), allocates
-// the dense outputs and finishes grad_bias.
+// (r / inner) * stride_outer + (r % inner) * stride_inner elements after the data pointer, the
+// last dimension unit-stride), allocates the dense outputs and finishes grad_bias.
 //
 // Numerics are the Triton kernel's (kernels/add_mul_act.py): z = x + alpha * y + bias and the
 // activation in fp32 for 16-bit tensors and in fp64 for fp32 tensors, rounded once at the
@@ -31,7 +30,7 @@ constexpr int64_t kMaxGridY = 65535;
 struct Rows {
   int64_t inner, stride_outer, stride_inner;
   __device__ __forceinline__ int64_t offset(int64_t row) const {
-    return inner == 0 ? row * stride_inner : (row / inner) * stride_outer + (row % inner) * stride_inner;
+    return (row / inner) * stride_outer + (row % inner) * stride_inner;
   }
 };
 
@@ -121,7 +120,7 @@ void check_inputs(const torch::Tensor& x, const torch::Tensor& y, const torch::T
 }
 
 Rows rows_of(int64_t inner, int64_t stride_outer, int64_t stride_inner) {
-  TORCH_CHECK(inner >= 0, "add_mul_act (cuda): inner row count must be >= 0");
+  TORCH_CHECK(inner >= 1, "add_mul_act (cuda): inner row count must be >= 1");
   return Rows{inner, stride_outer, stride_inner};
 }
 

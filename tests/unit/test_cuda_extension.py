@@ -252,11 +252,11 @@ def test_math_header_compiles_for_the_device(tmp_path):
 
 def _gather_rows(t: torch.Tensor, n_rows: int, n_cols: int, inner: int, stride_outer: int, stride_inner: int):
     """The (n_rows, n_cols) matrix that the CUDA kernels read from t's data pointer."""
-    flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), t.storage_offset(),
-                                              (t.untyped_storage().nbytes() // t.element_size() - t.storage_offset(),))
-    r = torch.arange(n_rows)
-    start = r * stride_inner if inner == 0 else (r // inner) * stride_outer + (r % inner) * stride_inner
-    return flat[start[:, None] + torch.arange(n_cols)[None, :]]
+    flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(
+        t.untyped_storage(), t.storage_offset(), (t.untyped_storage().nbytes() // t.element_size() - t.storage_offset(),))
+    r = torch.arange(n_rows, device=t.device)
+    start = (r // inner) * stride_outer + (r % inner) * stride_inner
+    return flat[start[:, None] + torch.arange(n_cols, device=t.device)[None, :]]
 
 
 class _StandIn:

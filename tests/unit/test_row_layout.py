@@ -2,8 +2,9 @@
 
 ``row_layout`` describes a tensor as rows of a unit-stride last dimension with three integers, and
 the jit function ``row_offset`` turns them into each row's start. A tensor whose leading
-dimensions fold into one group (2-D, contiguous, a single row) takes ``inner_rows`` 0 and no
-division; two groups (a transposed or broadcast batch dimension) divide. Here a small kernel
+dimensions fold into one group (2-D, contiguous, a single row) takes ``inner_rows`` 1, which Triton
+compiles as a constant (no division); two groups (a transposed or broadcast batch dimension)
+divide. Here a small kernel
 writes ``row_offset`` for every row, on the kernels' device (the interpreter on a CPU machine), and
 each must match where torch keeps that row's first element.
 """
@@ -58,7 +59,9 @@ def _row_indices(shape):
     return [(i,) + rest for i in range(shape[0]) for rest in _row_indices(shape[1:])]
 
 
-def test_one_group_takes_no_division_and_two_groups_do():
-    assert _rows.row_layout(torch.empty(7, 8)).kernel_args() == (0, 0, 8)
-    assert _rows.row_layout(torch.empty(6, 5, 8)).kernel_args() == (0, 0, 8)
+def test_one_group_divides_by_one_and_two_groups_by_the_inner_row_count():
+    """Triton specialises an integer argument equal to 1 as a constant: one group never divides."""
+    assert _rows.row_layout(torch.empty(7, 8)).kernel_args() == (1, 8, 0)
+    assert _rows.row_layout(torch.empty(6, 5, 8)).kernel_args() == (1, 8, 0)
+    assert _rows.row_layout(torch.empty(12, 8)[::3]).kernel_args() == (1, 24, 0)
     assert _rows.row_layout(torch.empty(6, 5, 8).transpose(0, 1)).kernel_args() == (6, 8, 40)
