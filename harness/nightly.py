@@ -11,6 +11,7 @@ runs (through the interpreter) and the results say plainly that performance was 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import socket
 import subprocess
@@ -47,8 +48,14 @@ def _now() -> str:
 
 
 def _commit() -> str | None:
+    """The code a run measured: ``HARNESS_COMMIT`` where the runner sets it, else the checkout's
+    commit with ``-dirty`` where tracked files differ from it. A copied working tree can carry a
+    stale ``.git``: GPU runs of later code reported the commit the copy started from as their own."""
+    if os.environ.get("HARNESS_COMMIT"):
+        return os.environ["HARNESS_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
+                             text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
