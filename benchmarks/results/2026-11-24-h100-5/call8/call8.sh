@@ -3,7 +3,7 @@
 # the norm unit tests on the GPU; (2) the failing property (layer_norm bf16 forward) and the other
 # forward properties of the LayerNorm statistics in the nightly profile, 2 shards; (3) the norms'
 # benchmark with the gate: what the refinement costs
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 HARNESS_COMMIT=$(git rev-parse --short=7 HEAD 2>/dev/null)-call8
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 HARNESS_COMMIT=$(cat benchmarks/results/2026-11-24-h100-5/call8/commit.txt)
 nvidia-smi -L; date -u
 PROFILE=ci JOBS=4 STEP_TIMEOUT=${CI_S:-120} TESTS="tests/unit/test_norm_stats.py tests/unit/test_norm_tiles.py" \
   bash benchmarks/gpu_run.sh verify > /dev/null
