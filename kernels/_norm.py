@@ -452,19 +452,26 @@ def _stats_init(s, k, mask, count, RMS: tl.constexpr, PRECISE: tl.constexpr):
         return k, m, tl.sum(dev * dev, axis=1)
 
 
+REFINE_MIN_BLOCK = tl.constexpr(2048)
+
+
 @triton.jit
 def _block_mean(d, mask, count, PRECISE: tl.constexpr):
     """(m, d - m) for the mean m of each row's ``d`` (``count`` valid columns).
 
-    In fp32 the mean is refined once with the mean of the deviations: where K sits a spread away
-    from the mean, s - K carries a bias of that size, and an fp32 tree sum of n biased terms is
-    off by ulps of the bias at every level (a bf16 row of 8193 normal values on the H100 nightly:
-    the output 2 bf16 ulps off, 2.12x the envelope). The deviations have mean -error, so their sum
-    rounds like a random walk and returns the error; the deviations themselves stay about m, so the
-    variance moves by the square of the correction. fp64 arithmetic needs no refinement."""
+    In fp32, blocks of REFINE_MIN_BLOCK columns or more refine the mean once with the mean of the
+    deviations: where K sits a spread away from the mean, s - K carries a bias of that size, and
+    the fp32 tree sum of it and the GPU's approximate division were several ulps of the bias off
+    (a bf16 row of 8193 normal values on the H100 nightly: the output 2 bf16 ulps off near the
+    mean, 2.12x the envelope). The deviations have mean -error, so their sum rounds like a random
+    walk and returns the error; the deviations stay about m, so the variance moves by the square of
+    the correction. The refinement is a third row reduction, which the H100 measured at 11% of
+    LayerNorm's forward at 65536 x 256 and within noise from 2048 columns (results/2026-11-24-h100-5,
+    call 8); shorter blocks sum few terms (a tree sum of 256-1024 biased terms, emulated in numpy:
+    within 1.05 ulps). fp64 arithmetic needs no refinement."""
     m = _rows.div(tl.sum(d, axis=1), count, PRECISE)
     dev = tl.where(mask, d - m[:, None], 0.0)
-    if d.dtype == tl.float32:
+    if d.dtype == tl.float32 and d.shape[1] >= REFINE_MIN_BLOCK:
         m += _rows.div(tl.sum(dev, axis=1), count, PRECISE)
     return m, dev
 
