@@ -23,7 +23,9 @@
 #   bash benchmarks/gpu_run.sh sanitize [REPRO...]    each repro script (default: those under .harness/repros
 #                                                     that report a CUDA error) under compute-sanitizer's
 #                                                     memcheck, one report each in $OUT/sanitizer/ (STEP_TIMEOUT each)
-# Time limits per step keep each call inside the device's 10-minute command limit: override with
+# HARNESS_COMMIT, where the caller sets it, names the code in harness nightly's results (a copied
+# tree's .git may be stale). Time limits per step keep each call inside the device's 10-minute
+# command limit: override with
 # STEP_TIMEOUT. Failing cases write repro scripts to .harness/repros; verify brings them back as
 # $OUT/repros.tgz even when the run is cut off.
 set -uo pipefail

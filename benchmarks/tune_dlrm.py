@@ -43,7 +43,7 @@ def _launch(kernel: str, dense, sparse, grad, block_b: int, warps: int):
 
 def _flat(result) -> torch.Tensor:
     """A forward's output, or a backward's gradients in one vector (for the check, not timed)."""
-    return torch.cat([g.flatten() for g in result]) if isinstance(result, tuple) else result
+    return torch.cat([g.flatten() for g in result]) if isinstance(result, (tuple, list)) else result
 
 
 def _peer_backward(fn, dense, sparse, grad):
@@ -68,7 +68,7 @@ def tune_shape(kernel: str, batch: int, features: int, dim: int, dtype: torch.dt
                  "compile": lambda i: compiled(*inputs[i][:2])}
         moved = (inputs[0][0].numel() + inputs[0][1].numel() + expected.numel()) * dtype.itemsize
     else:
-        expected = torch.cat([g.flatten() for g in _peer_backward(reference, *inputs[0])()])
+        expected = _flat(_peer_backward(reference, *inputs[0])())
         eager = [_peer_backward(reference, *x) for x in inputs]
         comp = [_peer_backward(compiled, *x) for x in inputs]
         calls = {"production": lambda i: dlrm._backward(*inputs[i]),

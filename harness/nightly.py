@@ -54,8 +54,9 @@ def _commit() -> str | None:
     if os.environ.get("HARNESS_COMMIT"):
         return os.environ["HARNESS_COMMIT"]
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
-                             text=True, timeout=10)
+        # --exclude='*': the commit, never a tag's name
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7", "--exclude=*"],
+                             capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None

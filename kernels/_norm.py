@@ -15,7 +15,10 @@ forward kernel and one backward kernel serve all of them, specialised by ``tl.co
   normalises to exactly ``bias`` (``s - K`` is exactly 0), and a row whose mean is far larger
   than its spread keeps its accuracy (the rounding error of ``m`` scales with the spread, not
   with ``|mean|``). Rows wider than one block are streamed: each block's mean and squared
-  deviations are combined with Chan's parallel formula, which never subtracts two large sums.
+  deviations are combined with Chan's parallel formula, which never subtracts two large sums, and
+  the running mean carries its rounding (TwoSum). In fp32 arithmetic a block of REFINE_MIN_BLOCK
+  columns or more refines its mean with the mean of its deviations: the shift leaves a zero-mean
+  row's sum biased by K, and its fp32 sum was ulps of K off (:func:`_block_mean`).
 * **Dropout** (:func:`keep_mask`): a counter-based Philox stream, one ``tl.philox`` call per four
   columns, counters ``(column // 4, row)``, key = the seed. The mask depends only on the seed and
   the element's logical position (not on strides, tiling or the backend), so the backward
@@ -482,7 +485,7 @@ def _stats_add(k, m, m_err, sq, seen, s, mask, count, RMS: tl.constexpr, PRECISE
 
     The running mean is ``m + m_err``: each update's rounding is kept in ``m_err`` (TwoSum), as a
     rounding of m per block adds up over a long row (the interpreter's 8193-column rows in blocks
-    of its small tile: 5 ulps, 6.5x the envelope of a bf16 output that sits near the mean)."""
+    of its small tile: 4.4 ulps, 6.5x the envelope of a bf16 output that sits near the mean)."""
     if RMS:
         return m, m_err, sq + tl.sum(s * s, axis=1)
     else:

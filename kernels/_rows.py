@@ -100,10 +100,12 @@ def _layout_plan(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
     n = shape[-1]
     if n > 1 and strides[-1] != 1:
         return None
+    rows = math.prod(shape[:-1])
+    if rows == 0:  # nothing to address: no group may divide by its zero size
+        return (0, n, 1, 0, 0)
     groups = _fold_leading(shape[:-1], strides[:-1])
     if len(groups) > 2:
         return None
-    rows = math.prod(shape[:-1])
     if not groups:  # a single row
         return (rows, n, 1, 0, 0)
     if len(groups) == 1:

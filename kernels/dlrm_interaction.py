@@ -67,12 +67,13 @@ _INTERPRETING = interpreting()
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction.
-# fp32 takes half that tile and 8 warps: its fp64 accumulators (WIDE_SUM, above) need two
-# registers a value, and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples
-# x 32 x 64: 220 bytes forward, 1008 backward; that forward ran 4.7x slower on the H100). The
-# benchmark shapes' tiles compile without spills (ptxas -v on the sm_90 PTX,
-# tests/unit/test_dlrm_tiles.py). fp32's forward takes PARTIAL_TERMS columns a tile (each tile's
-# dot is one partial sum) and the backward PARTIAL_TERMS rows of Z a dot.
+# fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
+# swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
+# 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
+# forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles
+# compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's
+# forward takes PARTIAL_TERMS columns a tile (each tile's dot is one partial sum) and the backward
+# PARTIAL_TERMS rows of Z a dot.
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
@@ -134,7 +135,8 @@ def gpu_blocks(features: int, dim: int, dtype: torch.dtype, max_block_d: int | N
 
 
 def num_warps(block_t: int, dtype: torch.dtype) -> int:
-    """8 warps for fp32 (above) and once the Gram tile is 64 x 64 or more; 4 otherwise."""
+    """The shared tile's warps: 8 for fp32 (above) and once the Gram tile is 64 x 64 or more, 4
+    otherwise (the swept launches of ``gpu_launch`` take their own)."""
     return 8 if block_t >= 64 or dtype == torch.float32 else 4
 
 
@@ -187,7 +189,7 @@ def _interaction_fwd_kernel(
         z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if WIDE_SUM:
+        if WIDE_SUM:  # the cast keeps Triton from folding the zero start into a running sum
             gram += dot(z, tl.permute(z, (0, 2, 1)), tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)).to(tl.float64)
         else:
             gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
@@ -227,6 +229,7 @@ def _interaction_bwd_kernel(
         if WIDE_SUM:
             # fp32: dZ = (G + G^T) Z over PARTIAL_TERMS rows of Z at a time, the partials summed in
             # fp64 (module docstring)
+            tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
             dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
             for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
                 offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)

@@ -76,7 +76,7 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         "",
         " · ".join(_cell(x) for x in (
             run["device"], f"torch {run['torch']}", f"triton {run['triton']}",
-            f"commit {run['commit'][:12]}" if run["commit"] else "no commit", f"profile {run['profile']}",
+            f"commit {run['commit']}" if run["commit"] else "no commit", f"profile {run['profile']}",
             format_seconds(duration(results)),
         )),
         "",

@@ -34,6 +34,7 @@ def _layouts(device):
         "batch transposed": base.transpose(0, 1),
         "batch broadcast": torch.empty(5, 8, device=device).expand(6, 5, 8),
         "4-D folding to two groups": torch.empty(2, 3, 5, 8, device=device)[:, :, :4],
+        "a storage offset": torch.empty(9, 8, device=device)[2:],
     }
 
 
@@ -64,4 +65,10 @@ def test_one_group_divides_by_one_and_two_groups_by_the_inner_row_count():
     assert _rows.row_layout(torch.empty(7, 8)).kernel_args() == (1, 8, 0)
     assert _rows.row_layout(torch.empty(6, 5, 8)).kernel_args() == (1, 8, 0)
     assert _rows.row_layout(torch.empty(12, 8)[::3]).kernel_args() == (1, 24, 0)
+
+
+def test_a_tensor_without_rows_divides_by_nothing():
+    """Zero rows with two groups (a transposed empty batch) once gave inner_rows 0."""
+    empty = torch.empty(0, 3, 8).transpose(0, 1)
+    assert _rows.row_layout(empty).kernel_args()[0] == 1 and _rows.row_layout(empty).rows == 0
     assert _rows.row_layout(torch.empty(6, 5, 8).transpose(0, 1)).kernel_args() == (6, 8, 40)

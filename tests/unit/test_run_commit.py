@@ -17,8 +17,8 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not i
 
 
 def _git(cwd, *args):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
+                    "-c", "tag.gpgsign=false", *args], cwd=cwd, check=True, capture_output=True)
 
 
 @needs_git
@@ -30,6 +30,7 @@ def test_a_clean_checkout_gives_its_commit_and_a_changed_one_is_marked_dirty(tmp
     _git(tmp_path, "commit", "-q", "-m", "first")
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=tmp_path, capture_output=True,
                           text=True, check=True).stdout.strip()
+    _git(tmp_path, "tag", "-a", "v1", "-m", "a release")  # a tag's name is not the commit
     monkeypatch.chdir(tmp_path)
     assert _commit() == head
     (tmp_path / "kernel.py").write_text("x = 2\n")
