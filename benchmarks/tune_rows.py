@@ -17,8 +17,8 @@ to show what the accuracy costs; those variants are diagnostics, never choices (
 error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
-    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm] [norm_backward]
-        [norm_backward_groups] [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward]
+    python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
+        [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward]
         [dropout_norm_forward] [elementwise] [elementwise_backward]
 """
 
@@ -271,6 +271,14 @@ TARGETS = {
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
+    # both norms' forward on the short rows where compile stays ahead, once the row offsets stopped
+    # dividing (results/2026-11-24-h100-5): how many rows a program takes, and in how many threads
+    "norm_forward_short": Target(
+        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64)},
+        tuple(_norm_op(kind, *s) for kind in ("layer_norm", "rms_norm")
+              for s in ((65536, 256, torch.bfloat16), (32768, 512, torch.bfloat16), (16384, 1024, torch.bfloat16))),
+        save=_save_norm),
     # LayerNorm's forward on rows of 16384: one block in registers, or streamed twice in blocks
     "layer_norm_wide": Target(
         lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
