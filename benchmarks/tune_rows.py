@@ -18,8 +18,9 @@ error budget decides the numerics). Writes every median as JSON and prints the b
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
-        [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_split] [norm_backward_prefetch] [dropout_norm_backward]
-        [dropout_norm_forward] [elementwise] [elementwise_backward]
+        [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_split]
+        [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
+        [elementwise_backward]
 """
 
 from __future__ import annotations
