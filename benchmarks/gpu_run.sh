@@ -8,7 +8,9 @@
 #   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS as SHARDS (8) pytest processes side by side, each
 #                                                     drawing EXAMPLES (150) / SHARDS examples from its own seed
 #                                                     (HARNESS_SEED = shard number + SEED_BASE): the nightly count for a
-#                                                     property that compiles too many variants to finish in one process
+#                                                     property that compiles too many variants to finish in one process;
+#                                                     the log ends with each failing shard's last lines, the shards'
+#                                                     outputs go into $OUT/shards.tgz
 #   bash benchmarks/gpu_run.sh verify-each KERNEL...  the same, one pytest per kernel with its own time limit
 #                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
 #   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification in JOBS
@@ -73,6 +75,11 @@ case "$mode" in
     for file in "$OUT"/shards/*.txt; do  # pytest's summary line, or how the shard ended without one
       echo "$(basename "$file" .txt): $(grep -E '[0-9]+ (passed|failed|error)' "$file" | tail -1) $(tail -1 "$file")" >> "$log"
     done
+    for file in "$OUT"/shards/*.txt; do  # what each shard that did not pass printed last
+      grep -q "1 passed" "$file" || { echo "== $(basename "$file")"; tail -n 30 "$file"; } >> "$log"
+    done
+    # one archive: the device tool brings back only a few files a call
+    tar czf "$OUT/shards.tgz" -C "$OUT" shards && rm -r "$OUT/shards"
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     ;;
   verify-each)

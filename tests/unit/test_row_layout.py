@@ -9,6 +9,8 @@ writes ``row_offset`` for every row, on the kernels' device (the interpreter on 
 each must match where torch keeps that row's first element.
 """
 
+import itertools
+
 import pytest
 import torch
 import triton
@@ -48,16 +50,9 @@ def test_each_row_starts_where_torch_keeps_it(name):
     _offsets_kernel[(1,)](offsets, layout.rows, *layout.kernel_args(), BLOCK=64)
     expected = [
         (t[index + (0,)].data_ptr() - t.data_ptr()) // t.element_size()
-        for index in _row_indices(t.shape[:-1])
+        for index in itertools.product(*(range(size) for size in t.shape[:-1]))  # row-major: row r is the r-th
     ]
     assert offsets[: layout.rows].tolist() == expected, f"{name}: {layout.kernel_args()}"
-
-
-def _row_indices(shape):
-    """Every index of the leading dimensions, row-major (row r of the layout is the r-th)."""
-    if not shape:
-        return [()]
-    return [(i,) + rest for i in range(shape[0]) for rest in _row_indices(shape[1:])]
 
 
 def test_one_group_divides_by_one_and_two_groups_by_the_inner_row_count():
