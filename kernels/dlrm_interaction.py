@@ -41,7 +41,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._matmul import dot
+from kernels._matmul import dot, split_dot
 from kernels._runtime import interpreting
 from kernels._validate import (
     FLOAT_DTYPES,
@@ -92,7 +92,7 @@ _GPU_FWD16_WARPS = 2
 # forward is bound by shared-memory reads of the FMA dot's second operand (ncu, call 2: L1/TEX 97%
 # busy, warps stalled on the MIO queue), whatever the tile.
 _GPU_FP32_BLOCK_B = 1
-_GPU_FP32_WARPS = {"forward": 4, "backward": 2}
+_GPU_FP32_WARPS = {"forward": 1, "backward": 2}
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 
@@ -169,6 +169,19 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
+def _split_gram(z, tail, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+    """:func:`split_dot` of Z Z^T for (BLOCK_B, BLOCK_T, BLOCK_D) tiles of Z: (head, tail). A
+    batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
+    warp whole samples, so the warps of a one-sample program would all compute the same one."""
+    if BLOCK_B == 1:
+        z2 = tl.reshape(z, [BLOCK_T, BLOCK_D])
+        head, tail2 = split_dot(z2, tl.trans(z2), tl.reshape(tail, [BLOCK_T, BLOCK_T]))
+        return tl.reshape(head, [1, BLOCK_T, BLOCK_T]), tl.reshape(tail2, [1, BLOCK_T, BLOCK_T])
+    else:
+        return split_dot(z, tl.permute(z, (0, 2, 1)), tail)
+
+
+@triton.jit
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
@@ -179,9 +192,11 @@ def _interaction_fwd_kernel(
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     if WIDE_SUM:
-        # fp32: each column tile's Gram matrix is one partial, the partials summed in fp64 (module docstring)
+        # fp32: exact products on the tensor cores (split_dot), each column tile's head summed from
+        # zero and added in fp64, the small cross products in one fp32 tail (module docstring)
         tl.static_assert(BLOCK_D <= PARTIAL_TERMS)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
+        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     for d_tile in tl.static_range(D_TILES):
@@ -189,10 +204,13 @@ def _interaction_fwd_kernel(
         z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
         d3 = offs_d[None, None, :]
         tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if WIDE_SUM:  # the cast keeps Triton from folding the zero start into a running sum
-            gram += dot(z, tl.permute(z, (0, 2, 1)), tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)).to(tl.float64)
+        if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
+            head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D)
+            gram += head.to(tl.float64)
         else:
             gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+    if WIDE_SUM:
+        gram += tail.to(tl.float64)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
