@@ -95,6 +95,12 @@ _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_WARPS = {"forward": 1, "backward": 2}
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
+# fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
+# six tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and 31 s at
+# 17 (dim 260; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
+# (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
+# the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
+UNROLLED_FP32_TILES = tl.constexpr(2 if _INTERPRETING else 4)
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -182,6 +188,24 @@ def _split_gram(z, tail, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: 
 
 
 @triton.jit
+def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+               sd_b, sd_d, ss_b, ss_f, ss_d,
+               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr):
+    """Column tile ``d_tile``: copies dense's columns to the output and adds the tile's Z Z^T to
+    (gram, tail) (fp32: the head to gram in fp64, the cross products to tail; else all to gram)."""
+    offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
+    z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+    d3 = offs_d[None, None, :]
+    tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
+    if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
+        head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D)
+        gram += head.to(tl.float64)
+    else:
+        gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+    return gram, tail
+
+
+@triton.jit
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
@@ -199,16 +223,15 @@ def _interaction_fwd_kernel(
         tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
-    for d_tile in tl.static_range(D_TILES):
-        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-        d3 = offs_d[None, None, :]
-        tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-        if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
-            head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D)
-            gram += head.to(tl.float64)
-        else:
-            gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
+        tail = gram  # unused
+    if WIDE_SUM and D_TILES > UNROLLED_FP32_TILES:
+        for d_tile in range(0, D_TILES):
+            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+    else:
+        for d_tile in tl.static_range(D_TILES):
+            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
     if WIDE_SUM:
         gram += tail.to(tl.float64)
     i = offs_t[None, :, None]
