@@ -11,7 +11,7 @@ is exact and the fp32 product of two bf16 values is exact, so the result is the 
 product the GPU computes natively; on a GPU the bf16 tiles go to the tensor cores unchanged.
 
 :func:`split_dot` is the fp32 product on the tensor cores with every product exact: each fp32 tile
-is split into three pieces that TF32 holds exactly (:func:`split_tf32`), and six TF32 products of
+is split into three pieces that TF32 holds exactly (:func:`split_pieces`), and six TF32 products of
 the pieces make up all of ``a @ b`` but for terms below 2^-30 of each product (2^-7 of fp32's
 unit roundoff). IEEE fp32 ``tl.dot`` runs on the FMA units, from operands staged in shared memory
 in a layout Triton chooses: dlrm_interaction's fp32 forward spent its time in bank conflicts
@@ -61,50 +61,65 @@ def k_loop(acc, x_ptrs, w_ptrs, K, stride_wk, rk, BLOCK_K: tl.constexpr, EVEN_K:
 
 
 @triton.jit
-def _tf32_head(x):
-    """fp32 x with the 13 low bits of its significand cleared: a value TF32 holds exactly (the
-    tensor cores read an fp32 operand's top 19 bits, so it enters them unchanged), within
-    2^-10 |x| of x."""
-    return (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+def _head(x, PIECE: tl.constexpr):
+    """fp32 x with the low bits of its significand cleared that the piece type drops (TF32: 13,
+    bf16: 16): a value that type holds exactly (the tensor cores read an fp32 operand's top 19
+    bits as TF32, so it enters them unchanged), within 2^-10 |x| (bf16: 2^-7 |x|) of x."""
+    if PIECE == "bf16":
+        return (x.to(tl.int32, bitcast=True) & -65536).to(tl.float32, bitcast=True)
+    else:
+        return (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
 
 
 @triton.jit
-def split_tf32(x):
-    """fp32 x as (hi, mid, lo), each exact in TF32, with hi + mid + lo == x exactly for finite x
-    of magnitude 2^-113 (about 1e-34) or more, and zero (smaller ones lose what lies below TF32's
-    least subnormal, 2^-136).
+def split_pieces(x, PIECE: tl.constexpr = "tf32"):
+    """fp32 x as (hi, mid, lo) fp32 tiles, each exact in PIECE ("tf32" or "bf16"), with
+    hi + mid + lo == x exactly for finite x of magnitude 2^-110 (about 1e-33) or more, and zero
+    (smaller ones lose what lies below the piece type's least subnormal).
 
-    hi keeps x's top 11 significant bits; the rest r = x - hi (exact: the bits below hi's) is below
-    2^-10 |x|, and mid keeps r's top 11 bits, leaving lo < 2^-20 |x| of at most 2 bits. An infinity
-    is its own hi (its significand is zero), with mid = lo = 0 (not inf - inf); a NaN's pieces are
-    NaN."""
-    hi = _tf32_head(x)
+    hi keeps x's top 11 (bf16: 8) significant bits; the rest r = x - hi (exact: the bits below
+    hi's) is below 2^-10 |x| (2^-7), and mid keeps r's top bits, leaving lo < 2^-20 |x| of at most
+    2 bits (2^-14 |x|, at most 8 bits). An infinity is its own hi (its significand is zero), with
+    mid = lo = 0 (not inf - inf); a NaN's pieces are NaN."""
+    hi = _head(x, PIECE)
     r = tl.where(hi == x, 0.0, x - hi)
-    mid = _tf32_head(r)
+    mid = _head(r, PIECE)
     return hi, mid, r - mid
 
 
 @triton.jit
-def split_dot(a, b, tail):
-    """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
-    ``a @ b == head + rest`` but for terms below 2^-30 of each product.
+def _piece_dot(a, b, acc, PIECE: tl.constexpr):
+    if PIECE == "bf16":
+        return dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
+    else:
+        return tl.dot(a, b, acc, input_precision="tf32")
 
-    head is ``hi(a) @ hi(b)``: the tensor cores' fp32 sum, from zero, of exact products (11-bit by
-    11-bit significands); the caller keeps it apart (a caller that adds it onto a running fp32 sum
-    gets Triton's folding of that add into one long chain). rest is the five cross products
-    (hi-mid, mid-hi, mid-mid, hi-lo, lo-hi), each product exact, together below 2^-9 of the
-    products' magnitudes, so that their own fp32 rounding stays 2^-9 below fp32's unit roundoff;
-    they accumulate onto ``tail``. mid-lo, lo-mid and lo-lo (below 2^-30) are left out. Infinite
-    elements take part in head only (in the cross products they count as 0), so that inf * 0
-    cannot turn into NaN there."""
-    a_hi, a_mid, a_lo = split_tf32(a)
-    b_hi, b_mid, b_lo = split_tf32(b)
-    head = tl.dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), input_precision="tf32")
+
+@triton.jit
+def split_dot(a, b, tail, PIECE: tl.constexpr = "tf32"):
+    """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
+    ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
+
+    head is ``hi(a) @ hi(b)`` (:func:`split_pieces`): the tensor cores' fp32 sum, from zero, of
+    exact products; the caller keeps it apart (a caller that adds it onto a running fp32 sum gets
+    Triton's folding of that add into one long chain). rest is the cross products that matter, each
+    product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes, so that their own
+    fp32 rounding stays that far below fp32's unit roundoff; they accumulate onto ``tail``. TF32 pieces: hi-mid,
+    mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16 pieces
+    (a 16-deep product per instruction where TF32 takes 8) add mid-lo and lo-mid and leave out
+    lo-lo (below 2^-28). Infinite elements take part in head only (in the cross products they
+    count as 0), so that inf * 0 cannot turn into NaN there."""
+    a_hi, a_mid, a_lo = split_pieces(a, PIECE)
+    b_hi, b_mid, b_lo = split_pieces(b, PIECE)
+    head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
     a_fin = tl.where(tl.abs(a_hi) <= _FP32_MAX, a_hi, 0.0)
     b_fin = tl.where(tl.abs(b_hi) <= _FP32_MAX, b_hi, 0.0)
-    tail = tl.dot(a_mid, b_mid, tail, input_precision="tf32")
-    tail = tl.dot(a_lo, b_fin, tail, input_precision="tf32")
-    tail = tl.dot(a_fin, b_lo, tail, input_precision="tf32")
-    tail = tl.dot(a_mid, b_fin, tail, input_precision="tf32")
-    tail = tl.dot(a_fin, b_mid, tail, input_precision="tf32")
+    if PIECE == "bf16":
+        tail = _piece_dot(a_mid, b_lo, tail, PIECE)
+        tail = _piece_dot(a_lo, b_mid, tail, PIECE)
+    tail = _piece_dot(a_mid, b_mid, tail, PIECE)
+    tail = _piece_dot(a_lo, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_lo, tail, PIECE)
+    tail = _piece_dot(a_mid, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_mid, tail, PIECE)
     return head, tail

@@ -100,6 +100,8 @@ _INTERPRETER_BLOCK_D = 16
 # 17 (dim 260; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
 # (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
 # the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
+# The piece type of fp32's split products (split_dot): "tf32" or "bf16" (a knob for probes).
+SPLIT_PIECE = "tf32"
 UNROLLED_FP32_TILES = tl.constexpr(2 if _INTERPRETING else 4)
 
 
@@ -175,22 +177,23 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
-def _split_gram(z, tail, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+def _split_gram(z, tail, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, PIECE: tl.constexpr):
     """:func:`split_dot` of Z Z^T for (BLOCK_B, BLOCK_T, BLOCK_D) tiles of Z: (head, tail). A
     batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
     warp whole samples, so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
         z2 = tl.reshape(z, [BLOCK_T, BLOCK_D])
-        head, tail2 = split_dot(z2, tl.trans(z2), tl.reshape(tail, [BLOCK_T, BLOCK_T]))
+        head, tail2 = split_dot(z2, tl.trans(z2), tl.reshape(tail, [BLOCK_T, BLOCK_T]), PIECE)
         return tl.reshape(head, [1, BLOCK_T, BLOCK_T]), tl.reshape(tail2, [1, BLOCK_T, BLOCK_T])
     else:
-        return split_dot(z, tl.permute(z, (0, 2, 1)), tail)
+        return split_dot(z, tl.permute(z, (0, 2, 1)), tail, PIECE)
 
 
 @triton.jit
 def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
                sd_b, sd_d, ss_b, ss_f, ss_d,
-               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr):
+               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
+               PIECE: tl.constexpr):
     """Column tile ``d_tile``: copies dense's columns to the output and adds the tile's Z Z^T to
     (gram, tail) (fp32: the head to gram in fp64, the cross products to tail; else all to gram)."""
     offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
@@ -198,7 +201,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
     d3 = offs_d[None, None, :]
     tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
     if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
-        head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D)
+        head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D, PIECE)
         gram += head.to(tl.float64)
     else:
         gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
@@ -209,7 +212,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr,
+    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -227,11 +230,11 @@ def _interaction_fwd_kernel(
     if WIDE_SUM and D_TILES > UNROLLED_FP32_TILES:
         for d_tile in range(0, D_TILES):
             gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
-                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
     else:
         for d_tile in tl.static_range(D_TILES):
             gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
-                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
     if WIDE_SUM:
         gram += tail.to(tl.float64)
     i = offs_t[None, :, None]
@@ -308,7 +311,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            WIDE_SUM=dense.dtype == torch.float32,
+            WIDE_SUM=dense.dtype == torch.float32, PIECE=SPLIT_PIECE,
             num_warps=warps,
         )
     return out

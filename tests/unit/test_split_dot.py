@@ -1,12 +1,14 @@
 """The exact-product fp32 tile product (``kernels._matmul.split_dot``), on the kernels' device.
 
-``split_tf32`` must cut every fp32 value into three TF32-exact pieces that add back to it exactly,
-and ``split_dot`` must keep every cross product of the pieces that matters. A tile product sums
+``split_pieces`` must cut every fp32 value into three pieces exact in the piece type (TF32 or
+bf16) that add back to it exactly, and ``split_dot`` must keep every cross product of the pieces
+that matters. A tile product sums
 many products, and its fp32 rounding would hide a missing cross term (mid * mid is 2^-20 of a
 product, as large as that rounding over 16 terms), so the product test puts one nonzero term in each
-output's sum: head + tail must then be that product within 2^-28 of it (the terms left out are
-below 2^-29), where leaving out any kept cross term costs about 2^-21 for most pairs. Values
-from 2^-113 up are split exactly (below, a piece would need bits under TF32's least subnormal).
+output's sum: head + tail must then be that product within twice the terms left out (below 2^-29
+of it for TF32 pieces, 2^-28 for bf16), where leaving out any kept cross term costs 2^-21 or more
+for most pairs. Values from 2^-110 up are split exactly (below, a piece would need bits under its
+type's least subnormal).
 """
 
 import math
@@ -17,30 +19,33 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._matmul import split_dot, split_tf32
+from kernels._matmul import split_dot, split_pieces
 from kernels._runtime import kernel_device_type
 
-TF32_LOW_BITS = (1 << 13) - 1  # the significand bits TF32 drops
+PIECES = ("tf32", "bf16")
+LOW_BITS = {"tf32": (1 << 13) - 1, "bf16": (1 << 16) - 1}  # the significand bits each piece type drops
+# how far below each product the terms split_dot leaves out lie (mid * lo and lo * lo, or lo * lo)
+LEFT_OUT = {"tf32": 2.0**-29, "bf16": 2.0**-28}
 
 
 @triton.jit
-def _split_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def _split_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, PIECE: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
-    hi, mid, lo = split_tf32(x)
+    hi, mid, lo = split_pieces(x, PIECE)
     tl.store(out_ptr + offs, hi, mask=offs < n)
     tl.store(out_ptr + n + offs, mid, mask=offs < n)
     tl.store(out_ptr + 2 * n + offs, lo, mask=offs < n)
 
 
 @triton.jit
-def _dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+def _dot_kernel(a_ptr, b_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr, PIECE: tl.constexpr):
     rm = tl.arange(0, M)
     rk = tl.arange(0, K)
     rn = tl.arange(0, N)
     a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
     b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    head, tail = split_dot(a, b, tl.zeros([M, N], tl.float32))
+    head, tail = split_dot(a, b, tl.zeros([M, N], tl.float32), PIECE)
     tl.store(out_ptr + rm[:, None] * N + rn[None, :], head)
     tl.store(out_ptr + M * N + rm[:, None] * N + rn[None, :], tail)
 
@@ -53,37 +58,41 @@ def _values() -> torch.Tensor:
     gen = torch.Generator().manual_seed(0)
     normal = torch.randn(200, generator=gen) * torch.logspace(-30, 30, 200)
     special = torch.tensor([0.0, -0.0, 1.0, -1.0, 3.4028234663852886e38, -3.4028234663852886e38,
-                            2.0**-126, -(2.0**-113) * (1 + 2.0**-23), 1.0 + 2.0**-23, -(2.0 - 2.0**-22)])
+                            2.0**-126, -(2.0**-110) * (1 + 2.0**-23), 1.0 + 2.0**-23, -(2.0 - 2.0**-22)])
     return torch.cat([normal, special]).to(torch.float32)
 
 
-def _split(x: torch.Tensor) -> torch.Tensor:
+def _split(x: torch.Tensor, piece: str) -> torch.Tensor:
     out = torch.empty(3 * x.numel(), dtype=torch.float32, device=x.device)
-    _split_kernel[(1,)](x, out, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    _split_kernel[(1,)](x, out, x.numel(), BLOCK=triton.next_power_of_2(x.numel()), PIECE=piece)
     return out.view(3, -1).cpu()
 
 
-def test_the_pieces_are_tf32_exact_and_add_back_to_the_value():
+@pytest.mark.parametrize("piece", PIECES)
+def test_the_pieces_are_exact_in_their_type_and_add_back_to_the_value(piece):
     x = _values()
-    hi, mid, lo = _split(x.to(_device()))
-    for name, piece in (("hi", hi), ("mid", mid), ("lo", lo)):
-        bits = piece.view(torch.int32) & TF32_LOW_BITS
-        assert not bits.any(), f"{name} keeps bits TF32 drops, at x = {x[bits != 0][:4].tolist()}"
+    hi, mid, lo = _split(x.to(_device()), piece)
+    for name, part in (("hi", hi), ("mid", mid), ("lo", lo)):
+        bits = part.view(torch.int32) & LOW_BITS[piece]
+        assert not bits.any(), f"{name} keeps bits {piece} drops, at x = {x[bits != 0][:4].tolist()}"
     total = hi.double() + mid.double() + lo.double()
     wrong = total != x.double()
     assert not wrong.any(), f"hi + mid + lo != x at {x[wrong][:4].tolist()}"
-    assert (mid.abs() <= x.abs() * 2.0**-10).all() and (lo.abs() <= x.abs() * 2.0**-20).all()
+    kept = {"tf32": 10, "bf16": 7}[piece]  # significand bits after the leading one
+    assert (mid.abs() <= x.abs() * 2.0**-kept).all() and (lo.abs() <= x.abs() * 2.0**(-2 * kept)).all()
 
 
-def test_infinities_are_their_own_head_and_nans_stay_nan():
+@pytest.mark.parametrize("piece", PIECES)
+def test_infinities_are_their_own_head_and_nans_stay_nan(piece):
     x = torch.tensor([math.inf, -math.inf, math.nan], dtype=torch.float32)
-    hi, mid, lo = _split(x.to(_device()))
+    hi, mid, lo = _split(x.to(_device()), piece)
     assert hi[:2].tolist() == [math.inf, -math.inf] and mid[:2].tolist() == [0.0, 0.0] and lo[:2].tolist() == [0.0, 0.0]
     assert hi[2].isnan() and mid[2].isnan() and lo[2].isnan()
 
 
+@pytest.mark.parametrize("piece", PIECES)
 @pytest.mark.parametrize("scale", [1.0, 1e-20, 1e15])
-def test_head_and_tail_make_up_each_product(scale):
+def test_head_and_tail_make_up_each_product(scale, piece):
     m = k = n = 16
     gen = torch.Generator().manual_seed(1)
     a = torch.zeros(m, k)
@@ -93,18 +102,18 @@ def test_head_and_tail_make_up_each_product(scale):
     b[torch.arange(m) % k, :] = torch.randn(m, n, generator=gen)
     device = _device()
     out = torch.empty(2, m, n, dtype=torch.float32, device=device)
-    _dot_kernel[(1,)](a.to(device), b.to(device), out, M=m, K=k, N=n)
+    _dot_kernel[(1,)](a.to(device), b.to(device), out, M=m, K=k, N=n, PIECE=piece)
     head, tail = out.cpu().double()
     exact = a.double() @ b.double()
     error = (head + tail - exact).abs()
-    bound = exact.abs() * 2.0**-28
+    bound = exact.abs() * 2 * LEFT_OUT[piece]
     worst = int(torch.argmax(error - bound))
     assert (error <= bound).all(), (
         f"head + tail is {float(error.flatten()[worst] / exact.abs().flatten()[worst]):.3g} of the product "
-        f"off at {divmod(worst, n)} (within 2^-28 = {2.0**-28:.3g} expected)")
-    assert np.array_equal(head.numpy(), (_tf32(a) @ _tf32(b)).numpy()), "head is not hi(a) @ hi(b)"
+        f"off at {divmod(worst, n)} (within {2 * LEFT_OUT[piece]:.3g} expected)")
+    assert np.array_equal(head.numpy(), (_head(a, piece) @ _head(b, piece)).numpy()), "head is not hi(a) @ hi(b)"
 
 
-def _tf32(t: torch.Tensor) -> torch.Tensor:
-    """t's TF32 head in fp64 (its low 13 significand bits cleared)."""
-    return (t.view(torch.int32) & ~TF32_LOW_BITS).view(torch.float32).double()
+def _head(t: torch.Tensor, piece: str) -> torch.Tensor:
+    """t's head in fp64 (the significand bits the piece type drops cleared)."""
+    return (t.view(torch.int32) & ~LOW_BITS[piece]).view(torch.float32).double()
