@@ -101,8 +101,10 @@ _INTERPRETER_BLOCK_D = 16
 # (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
 # the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
 # The piece type of fp32's split products (split_dot): "tf32" or "bf16" (a knob for probes).
-SPLIT_PIECE = "tf32"
-UNROLLED_FP32_TILES = tl.constexpr(2 if _INTERPRETING else 4)
+SPLIT_PIECE = "bf16"
+# A register cap for fp32's forward (ptxas .maxnreg; None: none), a knob for probes.
+FP32_FORWARD_MAXNREG: int | None = None
+UNROLLED_FP32_TILES = 2 if _INTERPRETING else 4
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -212,7 +214,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr,
+    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr, LOOP_D: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
@@ -227,7 +229,7 @@ def _interaction_fwd_kernel(
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
         tail = gram  # unused
-    if WIDE_SUM and D_TILES > UNROLLED_FP32_TILES:
+    if LOOP_D:
         for d_tile in range(0, D_TILES):
             gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
                                     sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
@@ -312,7 +314,8 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
             WIDE_SUM=dense.dtype == torch.float32, PIECE=SPLIT_PIECE,
-            num_warps=warps,
+            LOOP_D=dense.dtype == torch.float32 and triton.cdiv(dim, block_d) > UNROLLED_FP32_TILES,
+            num_warps=warps, **({"maxnreg": FP32_FORWARD_MAXNREG} if FP32_FORWARD_MAXNREG and dense.is_cuda else {}),
         )
     return out
 
