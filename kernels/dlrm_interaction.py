@@ -20,17 +20,24 @@ it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dspa
 writes each gradient element: no atomics, repeated calls are bitwise identical.
 
 Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
-fp32 inputs sum in partials (``WIDE_SUM``): each ``tl.dot`` over 16 terms (``PARTIAL_TERMS``) starts
-from zero and sums in fp32, and the partials add up in fp64, rounded to fp32 once at the end. IEEE
-fp32 ``tl.dot`` is one running FMA sum per output: in one chain, the backward's sum over 62 terms was
-11 ulp off on the H100 where eager's bmm was 3, and the forward's over 251 columns 3.1x eager's
-error; partial sums of 16 terms added in fp32 still scored 4.12 against the budget of 4. A
-simulation of the FMA chain in numpy (fp32 rounding after each fused step, which reproduced the
-H100's error exactly) puts 16-term partials summed in fp64 at 0.6-1.2 eps of the terms' sum at 64
-and 260 terms, where one chain is at 2.3-6.7 (``tests/unit/test_dlrm_partials.py``). Triton 3.6
-compiles no fp64 ``tl.dot`` (Triton 3.8 does), and the earlier exact form, outer products of single
-columns accumulated in fp64, was latency-bound: 0.19x torch.compile. ``ddense`` adds
-``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager rounds twice). Any
+fp32 (``WIDE_SUM``) must not sum in one fp32 chain: IEEE fp32 ``tl.dot`` is one running FMA sum per
+output, and in one chain the backward's sum over 62 terms was 11 ulp off on the H100 where eager's
+bmm was 3, and the forward's over 251 columns 3.1x eager's error. The forward computes exact
+products on the tensor cores (``_matmul.split_dot``): each fp32 value is cut into three bf16
+pieces that add back to it exactly, and eight products of pieces (all but the smallest, below
+2^-28 of a product) are summed by the tensor cores; the head (the products of the leading pieces)
+of each 16-column tile (``PARTIAL_TERMS``) starts from zero and the heads add up in fp64, the
+cross products in one fp32 sum 2^-6 of the size; one rounding to fp32 at the end. On the H100 that
+forward ran 2.3x (dim 64) and 3.4x (dim 16) faster than torch.compile, with errors of 0.7-1.3 eps
+of the terms' sum where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA
+form before it was bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile
+at dim 64). The backward sums in FMA partials: each ``tl.dot`` over 16 rows of Z starts from zero
+and sums in fp32, and the partials add up in fp64, rounded to fp32 once at the end. A simulation
+of the FMA chain in numpy (fp32 rounding after each fused step, which reproduced the H100's error
+exactly) puts 16-term partials summed in fp64 at 0.6-1.2 eps of the terms' sum at 64 and 260
+terms, where one chain is at 2.3-6.7 (``tests/unit/test_dlrm_partials.py``). Triton 3.6 compiles no
+fp64 ``tl.dot`` (Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's
+precision (one rounding, where eager rounds twice). Any
 strides; outputs contiguous.
 """
 
@@ -72,7 +79,7 @@ _INTERPRETING = interpreting()
 # 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
 # forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles
 # compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's
-# forward takes PARTIAL_TERMS columns a tile (each tile's dot is one partial sum) and the backward
+# forward takes PARTIAL_TERMS columns a tile (each tile's head is one partial sum) and the backward
 # PARTIAL_TERMS rows of Z a dot.
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
@@ -85,26 +92,28 @@ PARTIAL_TERMS = tl.constexpr(16)
 # x 128. The backward keeps the shared tile (not swept).
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
-# fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 4 warps, the backward
-# at 2. The H100 sweep (tune_dlrm.py float32; results/2026-11-24-h100-5, calls 1 and 3) at 65536 x
-# 26 x {64, 16}: forward 1.3055 / 0.3515 ms against 1.3499 / 0.3586 for the shared tile (4 samples,
-# 8 warps); backward 0.6309 / 0.1635 against 0.6863 / 0.2593 (4 warps: 0.6219 / 0.2099). The
-# forward is bound by shared-memory reads of the FMA dot's second operand (ncu, call 2: L1/TEX 97%
-# busy, warps stalled on the MIO queue), whatever the tile.
+# fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 1 warp, the backward
+# at 2. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}:
+# 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose
+# second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps.
+# The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
+# warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
+# The backward sweep (tune_dlrm.py float32 backward; results/2026-11-24-h100-5, call 3):
+# 0.6309 / 0.1635 ms against 0.6863 / 0.2593 for the shared tile (4 warps: 0.6219 / 0.2099).
 _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_WARPS = {"forward": 1, "backward": 2}
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
-# fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
-# six tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and 31 s at
-# 17 (dim 260; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
+# fp32's kernels unroll up to this many column tiles and loop over more: each unrolled tile is
+# several tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and
+# 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
 # (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
 # the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
-# The piece type of fp32's split products (split_dot): "tf32" or "bf16" (a knob for probes).
+# The piece type of fp32's split products (split_dot): bf16 ran 22-28% faster than TF32 (8
+# products 16 deep an instruction against 6 of 8; call 2) at a lower error. A knob for probes.
 SPLIT_PIECE = "bf16"
-# A register cap for fp32's forward (ptxas .maxnreg; None: none), a knob for probes.
-FP32_FORWARD_MAXNREG: int | None = None
-UNROLLED_FP32_TILES = 2 if _INTERPRETING else 4
+GPU_UNROLLED_FP32_TILES = 4
+UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -125,7 +134,9 @@ def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tupl
         block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
                                                max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
         if block_t <= 32:
-            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel]
+            # a 128-column backward tile at 2 warps spilled (124 bytes; ptxas for sm_90)
+            widen = 2 if kernel == "backward" and block_d > 64 else 1
+            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel] * widen
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
@@ -179,16 +190,17 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
-def _split_gram(z, tail, BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, PIECE: tl.constexpr):
-    """:func:`split_dot` of Z Z^T for (BLOCK_B, BLOCK_T, BLOCK_D) tiles of Z: (head, tail). A
+def _split_product(a, b, tail, BLOCK_B: tl.constexpr, PIECE: tl.constexpr):
+    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) tiles: (head, tail). A
     batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
     warp whole samples, so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
-        z2 = tl.reshape(z, [BLOCK_T, BLOCK_D])
-        head, tail2 = split_dot(z2, tl.trans(z2), tl.reshape(tail, [BLOCK_T, BLOCK_T]), PIECE)
-        return tl.reshape(head, [1, BLOCK_T, BLOCK_T]), tl.reshape(tail2, [1, BLOCK_T, BLOCK_T])
+        a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
+        b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
+        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), PIECE)
+        return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
     else:
-        return split_dot(z, tl.permute(z, (0, 2, 1)), tail, PIECE)
+        return split_dot(a, b, tail, PIECE)
 
 
 @triton.jit
@@ -203,7 +215,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
     d3 = offs_d[None, None, :]
     tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
     if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
-        head, tail = _split_gram(z, tail, BLOCK_B, BLOCK_T, BLOCK_D, PIECE)
+        head, tail = _split_product(z, tl.permute(z, (0, 2, 1)), tail, BLOCK_B, PIECE)
         gram += head.to(tl.float64)
     else:
         gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
@@ -258,43 +270,69 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 
 @triton.jit
+def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+               sd_b, sd_d, ss_b, ss_f, ss_d, sg_c,
+               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
+               PIECE: tl.constexpr):
+    """Column tile ``d_tile`` of dZ = (G + G^T) Z: writes its columns of dsparse and ddense."""
+    offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
+    t3 = offs_t[None, :, None]
+    if WIDE_SUM:
+        # fp32: exact products on the tensor cores (split_dot) over PARTIAL_TERMS rows of Z at a
+        # time, each head summed from zero and added in fp64, the cross products in one fp32 tail
+        # (module docstring)
+        tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
+        dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
+        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
+        for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
+            offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
+            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            head, tail = _split_product(g, z, tail, BLOCK_B, PIECE)
+            dz += head.to(tl.float64)
+        dz += tail.to(tl.float64)
+    else:
+        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
+        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+    d3 = offs_d[None, None, :]
+    d_ok = d3 < D
+    # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
+    dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
+    tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
+    # ddense = grad[:, :D] + dZ[:, 0], one rounding
+    dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
+    g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
+    tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+
+
+@triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr,
+    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr, LOOP_D: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     b3 = offs_b.to(tl.int64)[:, None, None]
     b_ok = b3 < B
     grad_row = GRAD + b3 * sg_b
+    if LOOP_D:
+        for d_tile in range(0, D_TILES):
+            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
+    else:
+        for d_tile in tl.static_range(D_TILES):
+            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
 
-    t3 = offs_t[None, :, None]
-    for d_tile in tl.static_range(D_TILES):
-        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        if WIDE_SUM:
-            # fp32: dZ = (G + G^T) Z over PARTIAL_TERMS rows of Z at a time, the partials summed in
-            # fp64 (module docstring)
-            tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
-            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
-            for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
-                offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
-                g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-                z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-                dz += dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)).to(tl.float64)
-        else:
-            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
-        d3 = offs_d[None, None, :]
-        d_ok = d3 < D
-        # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
-        dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
-        tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
-        # ddense = grad[:, :D] + dZ[:, 0], one rounding
-        dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
-        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
-        tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+
+def _column_tiles(dim: int, block_d: int, dtype: torch.dtype) -> dict:
+    """Both kernels' constexprs for the column tiles and the summation: D_TILES, WIDE_SUM (fp32),
+    PIECE and LOOP_D (fp32 past UNROLLED_FP32_TILES tiles)."""
+    d_tiles = triton.cdiv(dim, block_d)
+    wide = dtype == torch.float32
+    return dict(D_TILES=d_tiles, WIDE_SUM=wide, PIECE=SPLIT_PIECE, LOOP_D=wide and d_tiles > UNROLLED_FP32_TILES)
 
 
 def _forward(dense: torch.Tensor, sparse: torch.Tensor,
@@ -312,10 +350,8 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            WIDE_SUM=dense.dtype == torch.float32, PIECE=SPLIT_PIECE,
-            LOOP_D=dense.dtype == torch.float32 and triton.cdiv(dim, block_d) > UNROLLED_FP32_TILES,
-            num_warps=warps, **({"maxnreg": FP32_FORWARD_MAXNREG} if FP32_FORWARD_MAXNREG and dense.is_cuda else {}),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **_column_tiles(dim, block_d, dense.dtype),
+            num_warps=warps,
         )
     return out
 
@@ -333,8 +369,7 @@ def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = No
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            WIDE_SUM=dense.dtype == torch.float32,
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **_column_tiles(dim, block_d, dense.dtype),
             num_warps=warps,
         )
     return ddense, dsparse

@@ -1,10 +1,11 @@
-"""dlrm_interaction's fp32 summation, simulated: why its partial sums are PARTIAL_TERMS long.
+"""dlrm_interaction's fp32 backward summation, simulated: why its partial sums are PARTIAL_TERMS
+long (the forward sums exact products on the tensor cores instead: ``tests/unit/test_split_dot.py``).
 
 On a GPU, IEEE fp32 ``tl.dot`` is one running fused multiply-add per output, rounded to fp32 after
 every step; the interpreter's numpy matmul sums in another order, so CPU runs of the kernel cannot
 show this error. A numpy model of the chain (exact products, one fp32 rounding a step) reproduced
 the H100's error on a failing nightly case exactly, so it is the cheap place to judge a summation
-scheme. The kernel's scheme (``WIDE_SUM``): chains of ``PARTIAL_TERMS`` terms from zero, added in
+scheme. The backward's scheme (``WIDE_SUM``): chains of ``PARTIAL_TERMS`` terms from zero, added in
 fp64, rounded once. Its worst error, in units of eps times the sum of |terms| (the floor of the
 spec's fp32 envelope, ``term_magnitudes``), must stay well within the spec's fp32 error multiple at
 the longest sums the GPU generators draw; one chain over the same terms must not.
