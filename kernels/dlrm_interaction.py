@@ -104,7 +104,7 @@ _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_WARPS = {"forward": 1, "backward": 2}
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
-# fp32's kernels unroll up to this many column tiles and loop over more: each unrolled tile is
+# fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
 # several tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and
 # 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
 # (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
@@ -134,9 +134,7 @@ def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tupl
         block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
                                                max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
         if block_t <= 32:
-            # a 128-column backward tile at 2 warps spilled (124 bytes; ptxas for sm_90)
-            widen = 2 if kernel == "backward" and block_d > 64 else 1
-            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel] * widen
+            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel]
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
@@ -270,65 +268,47 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 
 @triton.jit
-def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
-               sd_b, sd_d, ss_b, ss_f, ss_d, sg_c,
-               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
-               PIECE: tl.constexpr):
-    """Column tile ``d_tile`` of dZ = (G + G^T) Z: writes its columns of dsparse and ddense."""
-    offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-    t3 = offs_t[None, :, None]
-    if WIDE_SUM:
-        # fp32: exact products on the tensor cores (split_dot) over PARTIAL_TERMS rows of Z at a
-        # time, each head summed from zero and added in fp64, the cross products in one fp32 tail
-        # (module docstring)
-        tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
-        dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
-        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
-        for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
-            offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
-            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            head, tail = _split_product(g, z, tail, BLOCK_B, PIECE)
-            dz += head.to(tl.float64)
-        dz += tail.to(tl.float64)
-    else:
-        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
-        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
-    d3 = offs_d[None, None, :]
-    d_ok = d3 < D
-    # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
-    dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
-    tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
-    # ddense = grad[:, :D] + dZ[:, 0], one rounding
-    dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
-    g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
-    tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
-
-
-@triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr, LOOP_D: tl.constexpr,
+    WIDE_SUM: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     b3 = offs_b.to(tl.int64)[:, None, None]
     b_ok = b3 < B
     grad_row = GRAD + b3 * sg_b
-    if LOOP_D:
-        for d_tile in range(0, D_TILES):
-            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
-                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
-    else:
-        for d_tile in tl.static_range(D_TILES):
-            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
-                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
+
+    t3 = offs_t[None, :, None]
+    for d_tile in tl.static_range(D_TILES):
+        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
+        if WIDE_SUM:
+            # fp32: dZ = (G + G^T) Z over PARTIAL_TERMS rows of Z at a time, the partials summed in
+            # fp64 (module docstring)
+            tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
+            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
+            for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
+                offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
+                g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+                z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+                dz += dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)).to(tl.float64)
+        else:
+            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
+            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+        d3 = offs_d[None, None, :]
+        d_ok = d3 < D
+        # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
+        dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
+        tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
+        # ddense = grad[:, :D] + dZ[:, 0], one rounding
+        dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
+        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
+        tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
 def _column_tiles(dim: int, block_d: int, dtype: torch.dtype) -> dict:
-    """Both kernels' constexprs for the column tiles and the summation: D_TILES, WIDE_SUM (fp32),
+    """The forward's constexprs for the column tiles and the summation: D_TILES, WIDE_SUM (fp32),
     PIECE and LOOP_D (fp32 past UNROLLED_FP32_TILES tiles)."""
     d_tiles = triton.cdiv(dim, block_d)
     wide = dtype == torch.float32
@@ -369,7 +349,8 @@ def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = No
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **_column_tiles(dim, block_d, dense.dtype),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
+            WIDE_SUM=dense.dtype == torch.float32,
             num_warps=warps,
         )
     return ddense, dsparse

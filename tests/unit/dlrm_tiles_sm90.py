@@ -5,7 +5,9 @@ forward or backward; DT: D_TILES; W: num_warps).
 
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
 pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT,W
-SHARED SPILLED`` a line.
+SHARED SPILLED CHAINED`` a line, CHAINED the number of ``tt.dot`` ops whose accumulator is another
+dot's result (Triton folds ``dot(a, b, 0) + c`` into one running sum: the fp32 backward's partial
+chains must stay apart).
 """
 
 import os
@@ -39,18 +41,27 @@ def spilled_bytes(ptx: str) -> int:
     return int(re.search(r"(\d+) bytes spill stores", out.stderr).group(1))
 
 
+def chained_dots(ttir: str) -> int:
+    """How many ``tt.dot`` ops in this TTIR take another ``tt.dot``'s result as their accumulator."""
+    dots = re.findall(r"(%\S+) = tt\.dot (%\S+), (%\S+), (%\S+)[ ,]", ttir)
+    results = {result for result, *_ in dots}
+    return sum(acc.rstrip(",") in results for *_, acc in dots)
+
+
 def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int, block_d: int,
-                 d_tiles: int, warps: int) -> tuple[int, int]:
-    """(shared memory bytes, spilled bytes) of the kernel compiled for sm_90 at this tile and warps."""
+                 d_tiles: int, warps: int) -> tuple[int, int, int]:
+    """(shared memory bytes, spilled bytes, chained dots) of the kernel compiled for sm_90 at this
+    tile and warps."""
     names = kernel.arg_names
     wide = dtype == "fp32"
     constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles,
-                  "WIDE_SUM": wide, "PIECE": dlrm.SPLIT_PIECE, "LOOP_D": wide and d_tiles > dlrm.UNROLLED_FP32_TILES}
+                  "WIDE_SUM": wide, "PIECE": dlrm.SPLIT_PIECE, "LOOP_D": wide and d_tiles > dlrm.GPU_UNROLLED_FP32_TILES}
+    constexprs = {n: v for n, v in constexprs.items() if n in names}  # PIECE, LOOP_D: the forward's
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
     compiled = triton.compile(source, target=_TARGET, options={"num_warps": warps})
-    return compiled.metadata.shared, spilled_bytes(compiled.asm["ptx"])
+    return compiled.metadata.shared, spilled_bytes(compiled.asm["ptx"]), chained_dots(compiled.asm["ttir"])
 
 
 _KERNELS = {"forward": (dlrm._interaction_fwd_kernel, 3), "backward": (dlrm._interaction_bwd_kernel, 5)}
