@@ -73,7 +73,7 @@ def _head(x, PIECE: tl.constexpr):
 
 
 @triton.jit
-def split_pieces(x, PIECE: tl.constexpr = "tf32"):
+def split_pieces(x, PIECE: tl.constexpr = "bf16"):
     """fp32 x as (hi, mid, lo) fp32 tiles, each exact in PIECE ("tf32" or "bf16"), with
     hi + mid + lo == x exactly for finite x of magnitude 2^-110 (about 1e-33) or more, and zero
     (smaller ones lose what lies below the piece type's least subnormal).
@@ -97,19 +97,19 @@ def _piece_dot(a, b, acc, PIECE: tl.constexpr):
 
 
 @triton.jit
-def split_dot(a, b, tail, PIECE: tl.constexpr = "tf32"):
+def split_dot(a, b, tail, PIECE: tl.constexpr = "bf16"):
     """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
     ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
 
     head is ``hi(a) @ hi(b)`` (:func:`split_pieces`): the tensor cores' fp32 sum, from zero, of
     exact products; the caller keeps it apart (a caller that adds it onto a running fp32 sum gets
-    Triton's folding of that add into one long chain). rest is the cross products that matter, each
-    product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes, so that their own
-    fp32 rounding stays that far below fp32's unit roundoff; they accumulate onto ``tail``. TF32 pieces: hi-mid,
-    mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16 pieces
-    (a 16-deep product per instruction where TF32 takes 8) add mid-lo and lo-mid and leave out
-    lo-lo (below 2^-28). Infinite elements take part in head only (in the cross products they
-    count as 0), so that inf * 0 cannot turn into NaN there."""
+    Triton's folding of that add into one long chain). rest is the cross products that matter,
+    each product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes, so that
+    their own fp32 rounding stays that far below fp32's unit roundoff; they accumulate onto
+    ``tail``. TF32 pieces: hi-mid, mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30
+    are left out); bf16 pieces (a 16-deep product per instruction where TF32 takes 8) add mid-lo
+    and lo-mid and leave out lo-lo (below 2^-28). Infinite elements take part in head only (in the
+    cross products they count as 0), so that inf * 0 cannot turn into NaN there."""
     a_hi, a_mid, a_lo = split_pieces(a, PIECE)
     b_hi, b_mid, b_lo = split_pieces(b, PIECE)
     head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)

@@ -106,14 +106,15 @@ _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 # fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
 # several tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and
-# 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's shards while they compiled
-# (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16 and 64) stay unrolled. Under
-# the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
+# 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's
+# shards while they compiled (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16
+# and 64) stay unrolled. Under the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU
+# runs take it.
+GPU_UNROLLED_FP32_TILES = 4
+UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
 # The piece type of fp32's split products (split_dot): bf16 ran 22-28% faster than TF32 (8
 # products 16 deep an instruction against 6 of 8; call 2) at a lower error. A knob for probes.
 SPLIT_PIECE = "bf16"
-GPU_UNROLLED_FP32_TILES = 4
-UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
