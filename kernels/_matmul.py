@@ -73,15 +73,16 @@ def _head(x, PIECE: tl.constexpr):
 
 
 @triton.jit
-def split_pieces(x, PIECE: tl.constexpr = "bf16"):
-    """fp32 x as (hi, mid, lo) fp32 tiles, each exact in PIECE ("tf32" or "bf16"), with
-    hi + mid + lo == x exactly for finite x of magnitude 2^-110 (about 1e-33) or more, and zero
-    (smaller ones lose what lies below the piece type's least subnormal).
+def split_pieces(x, PIECE: tl.constexpr):
+    """fp32 x as (hi, mid, lo) fp32 tiles with hi + mid + lo == x exactly, each piece exact in
+    PIECE ("tf32" or "bf16") for x of magnitude 2^-110 (TF32: 2^-113) or more, and zero; below,
+    lo has bits under the piece type's least subnormal.
 
     hi keeps x's top 11 (bf16: 8) significant bits; the rest r = x - hi (exact: the bits below
     hi's) is below 2^-10 |x| (2^-7), and mid keeps r's top bits, leaving lo < 2^-20 |x| of at most
     2 bits (2^-14 |x|, at most 8 bits). An infinity is its own hi (its significand is zero), with
-    mid = lo = 0 (not inf - inf); a NaN's pieces are NaN."""
+    mid = lo = 0 (not inf - inf). A NaN's mid and lo are NaN (its hi is an infinity where its
+    payload lay in the cleared bits), so any product with it is NaN."""
     hi = _head(x, PIECE)
     r = tl.where(hi == x, 0.0, x - hi)
     mid = _head(r, PIECE)
@@ -97,30 +98,30 @@ def _piece_dot(a, b, acc, PIECE: tl.constexpr):
 
 
 @triton.jit
-def split_dot(a, b, tail, PIECE: tl.constexpr = "bf16"):
-    """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
-    ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
+def split_dot(a, b, acc, PIECE: tl.constexpr):
+    """``acc + a @ b`` for fp32 tiles (2-D or batched 3-D) on the tensor cores, every product
+    exact, but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
 
-    head is ``hi(a) @ hi(b)`` (:func:`split_pieces`): the tensor cores' fp32 sum, from zero, of
-    exact products; the caller keeps it apart (a caller that adds it onto a running fp32 sum gets
-    Triton's folding of that add into one long chain). rest is the cross products that matter,
-    each product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes, so that
-    their own fp32 rounding stays that far below fp32's unit roundoff; they accumulate onto
-    ``tail``. TF32 pieces: hi-mid, mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30
-    are left out); bf16 pieces (a 16-deep product per instruction where TF32 takes 8) add mid-lo
-    and lo-mid and leave out lo-lo (below 2^-28). Infinite elements take part in head only (in the
-    cross products they count as 0), so that inf * 0 cannot turn into NaN there."""
+    The pieces' products (:func:`split_pieces`) are summed in one fp32 chain onto ``acc``, smallest
+    first: the cross products that matter (together below 2^-9 of the products' magnitudes, bf16:
+    2^-6), then ``hi(a) @ hi(b)`` on top. TF32 pieces: hi-mid, mid-hi, mid-mid, hi-lo, lo-hi
+    (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16 pieces (a 16-deep product per
+    instruction where TF32 takes 8) add mid-lo and lo-mid and leave out lo-lo (below 2^-28). The
+    chain's rounding is the tensor cores' fp32 accumulation, about as for the exact product of
+    fp32 values summed there: a long product is best taken in chunks, each from zero, added in a
+    wider type (dlrm_interaction: 16 columns a chunk, added in fp64; cast the result, or Triton
+    folds ``split_dot(a, b, 0) + c`` into one chain). Infinite elements take part in hi-hi only (in
+    the cross products they count as 0), so that inf * 0 cannot turn into NaN there."""
     a_hi, a_mid, a_lo = split_pieces(a, PIECE)
     b_hi, b_mid, b_lo = split_pieces(b, PIECE)
-    head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
     a_fin = tl.where(tl.abs(a_hi) <= _FP32_MAX, a_hi, 0.0)
     b_fin = tl.where(tl.abs(b_hi) <= _FP32_MAX, b_hi, 0.0)
     if PIECE == "bf16":
-        tail = _piece_dot(a_mid, b_lo, tail, PIECE)
-        tail = _piece_dot(a_lo, b_mid, tail, PIECE)
-    tail = _piece_dot(a_mid, b_mid, tail, PIECE)
-    tail = _piece_dot(a_lo, b_fin, tail, PIECE)
-    tail = _piece_dot(a_fin, b_lo, tail, PIECE)
-    tail = _piece_dot(a_mid, b_fin, tail, PIECE)
-    tail = _piece_dot(a_fin, b_mid, tail, PIECE)
-    return head, tail
+        acc = _piece_dot(a_mid, b_lo, acc, PIECE)
+        acc = _piece_dot(a_lo, b_mid, acc, PIECE)
+    acc = _piece_dot(a_mid, b_mid, acc, PIECE)
+    acc = _piece_dot(a_lo, b_fin, acc, PIECE)
+    acc = _piece_dot(a_fin, b_lo, acc, PIECE)
+    acc = _piece_dot(a_mid, b_fin, acc, PIECE)
+    acc = _piece_dot(a_fin, b_mid, acc, PIECE)
+    return _piece_dot(a_hi, b_hi, acc, PIECE)

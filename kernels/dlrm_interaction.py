@@ -25,9 +25,8 @@ output, and in one chain the backward's sum over 62 terms was 11 ulp off on the 
 bmm was 3, and the forward's over 251 columns 3.1x eager's error. The forward computes exact
 products on the tensor cores (``_matmul.split_dot``): each fp32 value is cut into three bf16
 pieces that add back to it exactly, and eight products of pieces (all but the smallest, below
-2^-28 of a product) are summed by the tensor cores; the head (the products of the leading pieces)
-of each 16-column tile (``PARTIAL_TERMS``) starts from zero and the heads add up in fp64, the
-cross products in one fp32 sum 2^-6 of the size; one rounding to fp32 at the end. On the H100 that
+2^-28 of a product) are summed by the tensor cores, smallest first, for each 16-column tile
+(``PARTIAL_TERMS``) from zero; the tiles add up in fp64, rounded to fp32 once at the end. On the H100 that
 forward ran 2.3x (dim 64) and 3.4x (dim 16) faster than torch.compile, with errors of 0.7-1.3 eps
 of the terms' sum where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA
 form before it was bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile
@@ -73,7 +72,8 @@ _INTERPRETING = interpreting()
 # The column tiles are unrolled (D_TILES, a constexpr): as a runtime loop, even one that ran once,
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
-# PTX for sm_90 is the same as that straight code's, instruction for instruction.
+# PTX for sm_90 is the same as that straight code's, instruction for instruction. The fp32 forward
+# loops past GPU_UNROLLED_FP32_TILES (below).
 # fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
 # swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
 # 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
@@ -112,9 +112,10 @@ _INTERPRETER_BLOCK_D = 16
 # runs take it.
 GPU_UNROLLED_FP32_TILES = 4
 UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
-# The piece type of fp32's split products (split_dot): bf16 ran 22-28% faster than TF32 (8
-# products 16 deep an instruction against 6 of 8; call 2) at a lower error. A knob for probes.
-SPLIT_PIECE = "bf16"
+# The piece type of fp32's split products (split_dot): with bf16 pieces the forward took 22-28%
+# less time than with TF32's (8 products 16 deep an instruction against 6 of 8; call 2), at a lower
+# error.
+_PIECE = tl.constexpr("bf16")
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -189,67 +190,61 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
-def _split_product(a, b, tail, BLOCK_B: tl.constexpr, PIECE: tl.constexpr):
-    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) tiles: (head, tail). A
+def _split_product(a, b, BLOCK_B: tl.constexpr):
+    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles, from zero. A
     batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
     warp whole samples, so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
         a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
         b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
-        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), PIECE)
-        return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
+        product = split_dot(a2, b2, tl.zeros([a.shape[1], b.shape[2]], tl.float32), _PIECE)
+        return tl.reshape(product, [1, a.shape[1], b.shape[2]])
     else:
-        return split_dot(a, b, tail, PIECE)
+        return split_dot(a, b, tl.zeros([BLOCK_B, a.shape[1], b.shape[2]], tl.float32), _PIECE)
 
 
 @triton.jit
-def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
                sd_b, sd_d, ss_b, ss_f, ss_d,
-               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
-               PIECE: tl.constexpr):
+               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr):
     """Column tile ``d_tile``: copies dense's columns to the output and adds the tile's Z Z^T to
-    (gram, tail) (fp32: the head to gram in fp64, the cross products to tail; else all to gram)."""
+    gram (fp32: the tile's split product, from zero, in fp64)."""
     offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
     z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
     d3 = offs_d[None, None, :]
     tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-    if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
-        head, tail = _split_product(z, tl.permute(z, (0, 2, 1)), tail, BLOCK_B, PIECE)
-        gram += head.to(tl.float64)
+    if WIDE_SUM:  # the cast keeps Triton from folding the tiles into one running fp32 sum
+        gram += _split_product(z, tl.permute(z, (0, 2, 1)), BLOCK_B).to(tl.float64)
     else:
         gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
-    return gram, tail
+    return gram
 
 
 @triton.jit
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr, PIECE: tl.constexpr, LOOP_D: tl.constexpr,
+    WIDE_SUM: tl.constexpr, LOOP_D: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     if WIDE_SUM:
-        # fp32: exact products on the tensor cores (split_dot), each column tile's head summed from
-        # zero and added in fp64, the small cross products in one fp32 tail (module docstring)
+        # fp32: each column tile's product summed from zero on the tensor cores from exact products
+        # (split_dot), the tiles added in fp64 (module docstring)
         tl.static_assert(BLOCK_D <= PARTIAL_TERMS)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
-        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
-        tail = gram  # unused
     if LOOP_D:
         for d_tile in range(0, D_TILES):
-            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
-                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
+            gram = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
+                              sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
     else:
         for d_tile in tl.static_range(D_TILES):
-            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
-                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, PIECE)
-    if WIDE_SUM:
-        gram += tail.to(tl.float64)
+            gram = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
+                              sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)
@@ -308,12 +303,12 @@ def _interaction_bwd_kernel(
         tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
-def _column_tiles(dim: int, block_d: int, dtype: torch.dtype) -> dict:
-    """The forward's constexprs for the column tiles and the summation: D_TILES, WIDE_SUM (fp32),
-    PIECE and LOOP_D (fp32 past UNROLLED_FP32_TILES tiles)."""
-    d_tiles = triton.cdiv(dim, block_d)
+def column_tiles(d_tiles: int, dtype: torch.dtype, unrolled: int | None = None) -> dict:
+    """The forward's constexprs for ``d_tiles`` column tiles: D_TILES, WIDE_SUM (fp32) and LOOP_D
+    (fp32 past ``unrolled`` tiles, by default this backend's UNROLLED_FP32_TILES)."""
     wide = dtype == torch.float32
-    return dict(D_TILES=d_tiles, WIDE_SUM=wide, PIECE=SPLIT_PIECE, LOOP_D=wide and d_tiles > UNROLLED_FP32_TILES)
+    limit = UNROLLED_FP32_TILES if unrolled is None else unrolled
+    return dict(D_TILES=d_tiles, WIDE_SUM=wide, LOOP_D=wide and d_tiles > limit)
 
 
 def _forward(dense: torch.Tensor, sparse: torch.Tensor,
@@ -331,7 +326,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **_column_tiles(dim, block_d, dense.dtype),
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **column_tiles(triton.cdiv(dim, block_d), dense.dtype),
             num_warps=warps,
         )
     return out

@@ -53,10 +53,9 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
     """(shared memory bytes, spilled bytes, chained dots) of the kernel compiled for sm_90 at this
     tile and warps."""
     names = kernel.arg_names
-    wide = dtype == "fp32"
-    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "D_TILES": d_tiles,
-                  "WIDE_SUM": wide, "PIECE": dlrm.SPLIT_PIECE, "LOOP_D": wide and d_tiles > dlrm.GPU_UNROLLED_FP32_TILES}
-    constexprs = {n: v for n, v in constexprs.items() if n in names}  # PIECE, LOOP_D: the forward's
+    tiles = dlrm.column_tiles(d_tiles, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_TILES)
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, **tiles}
+    constexprs = {n: v for n, v in constexprs.items() if n in names}  # LOOP_D: the forward's
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})

@@ -24,6 +24,7 @@ from specs.dlrm_interaction import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 H100_SHARED_PER_BLOCK = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
+SPLIT_PRODUCTS = 8  # the tensor-core products of kernels._matmul.split_dot with bf16 pieces
 
 
 _TORCH = {"fp32": torch.float32, "fp16": torch.float16}
@@ -32,16 +33,21 @@ needs_cuda_backend = pytest.mark.skipif(importlib.util.find_spec("triton.backend
 
 
 def _tiles(features: int, dim: int, dtype: str) -> set[str]:
-    """Both kernels' launches as KERNEL:BLOCK_B,BLOCK_T,BLOCK_D,D_TILES,WARPS, with unrolled
-    D_TILES as 1 or 2 (further unrolled column tiles repeat the second's code) and the fp32
-    forward's loop over them (past ``GPU_UNROLLED_FP32_TILES``) as 5 (its code is the same for any
-    count)."""
+    """Both kernels' launches as KERNEL:BLOCK_B,BLOCK_T,BLOCK_D,D_TILES,WARPS. Unrolled D_TILES are
+    compiled as 1 or 2 (further unrolled column tiles repeat the second's code), but the fp32
+    forward's as they run (its unrolled split tiles share registers: at 128 rows of Z, 0, 260 and
+    800 bytes spilled at 2, 3 and 4 tiles), and its loop past GPU_UNROLLED_FP32_TILES as 5 (the
+    loop's code is the same for any count)."""
     tiles = set()
     for kernel in ("forward", "backward"):
         block_b, block_t, block_d, warps = dlrm.gpu_launch(features, dim, _TORCH[dtype], kernel)
         d_tiles = -(-dim // block_d)
-        looped = dtype == "fp32" and kernel == "forward" and d_tiles > dlrm.GPU_UNROLLED_FP32_TILES
-        tiles.add(f"{kernel}:{block_b},{block_t},{block_d},{5 if looped else min(2, d_tiles)},{warps}")
+        if kernel == "forward" and dtype == "fp32":
+            looped = dlrm.column_tiles(d_tiles, torch.float32, dlrm.GPU_UNROLLED_FP32_TILES)["LOOP_D"]
+            d_tiles = 5 if looped else d_tiles
+        else:
+            d_tiles = min(2, d_tiles)
+        tiles.add(f"{kernel}:{block_b},{block_t},{block_d},{d_tiles},{warps}")
     return tiles
 
 
@@ -69,18 +75,22 @@ def test_every_gpu_tile_fits_the_shared_memory_of_an_h100(dtype):
 
 @needs_cuda_backend
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
-def test_benchmark_tiles_keep_their_registers_and_fp32_its_partial_chains(dtype):
+def test_benchmark_tiles_keep_their_registers_and_fp32_its_partial_sums(dtype):
     """The tiles of the benchmark shapes compile for sm_90 without spilling to local memory: fp32
-    tiles of 8192 elements at 4 warps spilled, and the H100 ran that forward 4.7x slower. And no
-    fp32 ``tl.dot`` of the backward accumulates onto another (Triton folds ``dot(a, b, 0) + c`` into
-    one running sum, which the interpreter does not: a CPU run cannot show that the partial chains
-    merged). The forward's cross products form one chain by design (``split_dot``'s tail); its
-    heads go straight into an fp64 cast, which no fold can merge."""
+    tiles of 8192 elements at 4 warps spilled, and the H100 ran that forward 4.7x slower. And the
+    fp32 partial sums stay apart: Triton folds ``dot(a, b, 0) + c`` into one running sum, which the
+    interpreter does not (a CPU run cannot show that partial sums merged). No backward dot may
+    accumulate onto another; in the forward each column tile is one chain of split_dot's products
+    (SPLIT_PRODUCTS of them, so that many less one links a tile), and a chain across tiles would
+    add links."""
     shapes = {(s.dims["features"], s.dims["dim"]) for s in SPEC.perf.shapes}
     tiles = sorted(set().union(*(_tiles(f, d, dtype) for f, d in shapes)))
     lines = _compile(dtype, tiles)
     spilled = [line for line in lines if int(line[4]) > 0]
     assert not spilled, f"tiles that spill registers (DTYPE KERNEL TILE SHARED SPILLED CHAINED): {spilled}"
     if dtype == "fp32":
-        chained = [line for line in lines if line[1] == "backward" and int(line[5]) > 0]
-        assert not chained, f"fp32 backward dots accumulating onto another dot: {chained}"
+        def links(line):  # a looped forward (D_TILES 5) holds one tile's chain
+            d_tiles = int(line[2].split(",")[3])
+            return 0 if line[1] == "backward" else (SPLIT_PRODUCTS - 1) * (1 if d_tiles == 5 else d_tiles)
+        merged = [line for line in lines if int(line[5]) != links(line)]
+        assert not merged, f"fp32 dots chained other than each tile's own split products: {merged}"
