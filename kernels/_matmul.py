@@ -98,30 +98,34 @@ def _piece_dot(a, b, acc, PIECE: tl.constexpr):
 
 
 @triton.jit
-def split_dot(a, b, acc, PIECE: tl.constexpr):
-    """``acc + a @ b`` for fp32 tiles (2-D or batched 3-D) on the tensor cores, every product
-    exact, but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
+def split_dot(a, b, tail, PIECE: tl.constexpr):
+    """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
+    ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
 
-    The pieces' products (:func:`split_pieces`) are summed in one fp32 chain onto ``acc``, smallest
-    first: the cross products that matter (together below 2^-9 of the products' magnitudes, bf16:
-    2^-6), then ``hi(a) @ hi(b)`` on top. TF32 pieces: hi-mid, mid-hi, mid-mid, hi-lo, lo-hi
-    (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16 pieces (a 16-deep product per
-    instruction where TF32 takes 8) add mid-lo and lo-mid and leave out lo-lo (below 2^-28). The
-    chain's rounding is the tensor cores' fp32 accumulation, about as for the exact product of
-    fp32 values summed there: a long product is best taken in chunks, each from zero, added in a
-    wider type (dlrm_interaction: 16 columns a chunk, added in fp64; cast the result, or Triton
-    folds ``split_dot(a, b, 0) + c`` into one chain). Infinite elements take part in hi-hi only (in
-    the cross products they count as 0), so that inf * 0 cannot turn into NaN there."""
+    head is ``hi(a) @ hi(b)`` (:func:`split_pieces`): the tensor cores' fp32 sum, from zero, of
+    exact products; the caller keeps it apart (a caller that adds it onto a running fp32 sum gets
+    Triton's folding of that add into one long chain). rest is the cross products that matter,
+    each product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes; they
+    accumulate onto ``tail``, so each addition's fp32 rounding is that far below fp32's unit
+    roundoff of the products (a tail carried over n calls adds up to n of them). TF32 pieces:
+    hi-mid, mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16
+    pieces (a 16-deep product per instruction where TF32 takes 8) add mid-lo and lo-mid and leave
+    out lo-lo (below 2^-28). Infinite elements take part in head only (in the cross products they
+    count as 0), so that inf * 0 cannot turn into NaN there.
+
+    Summing a tile's products in one chain instead, head last onto the cross products, cost
+    dlrm_interaction's forward 22% at dim 64 on the H100 (results/2026-11-24-h100-6, call 6)."""
     a_hi, a_mid, a_lo = split_pieces(a, PIECE)
     b_hi, b_mid, b_lo = split_pieces(b, PIECE)
+    head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
     a_fin = tl.where(tl.abs(a_hi) <= _FP32_MAX, a_hi, 0.0)
     b_fin = tl.where(tl.abs(b_hi) <= _FP32_MAX, b_hi, 0.0)
     if PIECE == "bf16":
-        acc = _piece_dot(a_mid, b_lo, acc, PIECE)
-        acc = _piece_dot(a_lo, b_mid, acc, PIECE)
-    acc = _piece_dot(a_mid, b_mid, acc, PIECE)
-    acc = _piece_dot(a_lo, b_fin, acc, PIECE)
-    acc = _piece_dot(a_fin, b_lo, acc, PIECE)
-    acc = _piece_dot(a_mid, b_fin, acc, PIECE)
-    acc = _piece_dot(a_fin, b_mid, acc, PIECE)
-    return _piece_dot(a_hi, b_hi, acc, PIECE)
+        tail = _piece_dot(a_mid, b_lo, tail, PIECE)
+        tail = _piece_dot(a_lo, b_mid, tail, PIECE)
+    tail = _piece_dot(a_mid, b_mid, tail, PIECE)
+    tail = _piece_dot(a_lo, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_lo, tail, PIECE)
+    tail = _piece_dot(a_mid, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_mid, tail, PIECE)
+    return head, tail

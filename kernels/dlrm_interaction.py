@@ -25,19 +25,19 @@ output, and in one chain the backward's sum over 62 terms was 11 ulp off on the 
 bmm was 3, and the forward's over 251 columns 3.1x eager's error. The forward computes exact
 products on the tensor cores (``_matmul.split_dot``): each fp32 value is cut into three bf16
 pieces that add back to it exactly, and eight products of pieces (all but the smallest, below
-2^-28 of a product) are summed by the tensor cores, smallest first, for each 16-column tile
-(``PARTIAL_TERMS``) from zero; the tiles add up in fp64, rounded to fp32 once at the end. On the H100 that
-forward ran 2.3x (dim 64) and 3.4x (dim 16) faster than torch.compile, with errors of 0.7-1.3 eps
-of the terms' sum where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA
-form before it was bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile
-at dim 64). The backward sums in FMA partials: each ``tl.dot`` over 16 rows of Z starts from zero
+2^-28 of a product) are summed by the tensor cores: the head (the leading pieces' products) of
+each 16-column tile (``PARTIAL_TERMS``) from zero, the heads added in fp64, and the cross products,
+2^-6 of the size, in one fp32 sum; one rounding to fp32 at the end. On the H100 that forward ran
+2.3x (dim 64) and 3.4x (dim 16) faster than torch.compile, with errors of 0.7-1.3 eps of the
+terms' sum where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA form
+before it was bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile at
+dim 64). The backward sums in FMA partials: each ``tl.dot`` over 16 rows of Z starts from zero
 and sums in fp32, and the partials add up in fp64, rounded to fp32 once at the end. A simulation
 of the FMA chain in numpy (fp32 rounding after each fused step, which reproduced the H100's error
 exactly) puts 16-term partials summed in fp64 at 0.6-1.2 eps of the terms' sum at 64 and 260
 terms, where one chain is at 2.3-6.7 (``tests/unit/test_dlrm_partials.py``). Triton 3.6 compiles no
 fp64 ``tl.dot`` (Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's
-precision (one rounding, where eager rounds twice). Any
-strides; outputs contiguous.
+precision (one rounding, where eager rounds twice). Any strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -190,34 +190,35 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
-def _split_product(a, b, BLOCK_B: tl.constexpr):
-    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles, from zero. A
+def _split_product(a, b, tail, BLOCK_B: tl.constexpr):
+    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles: (head, tail). A
     batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
     warp whole samples, so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
         a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
         b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
-        product = split_dot(a2, b2, tl.zeros([a.shape[1], b.shape[2]], tl.float32), _PIECE)
-        return tl.reshape(product, [1, a.shape[1], b.shape[2]])
+        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
+        return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
     else:
-        return split_dot(a, b, tl.zeros([BLOCK_B, a.shape[1], b.shape[2]], tl.float32), _PIECE)
+        return split_dot(a, b, tail, _PIECE)
 
 
 @triton.jit
-def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
+def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
                sd_b, sd_d, ss_b, ss_f, ss_d,
                BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr):
     """Column tile ``d_tile``: copies dense's columns to the output and adds the tile's Z Z^T to
-    gram (fp32: the tile's split product, from zero, in fp64)."""
+    (gram, tail) (fp32: the head to gram in fp64, the cross products to tail; else all to gram)."""
     offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
     z, dense = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
     d3 = offs_d[None, None, :]
     tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
-    if WIDE_SUM:  # the cast keeps Triton from folding the tiles into one running fp32 sum
-        gram += _split_product(z, tl.permute(z, (0, 2, 1)), BLOCK_B).to(tl.float64)
+    if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
+        head, tail = _split_product(z, tl.permute(z, (0, 2, 1)), tail, BLOCK_B)
+        gram += head.to(tl.float64)
     else:
         gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
-    return gram
+    return gram, tail
 
 
 @triton.jit
@@ -231,20 +232,24 @@ def _interaction_fwd_kernel(
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     if WIDE_SUM:
-        # fp32: each column tile's product summed from zero on the tensor cores from exact products
-        # (split_dot), the tiles added in fp64 (module docstring)
+        # fp32: exact products on the tensor cores (split_dot), each column tile's head summed from
+        # zero and added in fp64, the small cross products in one fp32 tail (module docstring)
         tl.static_assert(BLOCK_D <= PARTIAL_TERMS)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
+        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
     else:
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float32)
+        tail = gram  # unused
     if LOOP_D:
         for d_tile in range(0, D_TILES):
-            gram = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
-                              sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
     else:
         for d_tile in tl.static_range(D_TILES):
-            gram = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, B, F, D,
-                              sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+            gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
+                                    sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
+    if WIDE_SUM:
+        gram += tail.to(tl.float64)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)

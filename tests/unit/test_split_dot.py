@@ -3,11 +3,12 @@
 ``split_pieces`` must cut every fp32 value into three pieces that add back to it exactly, each
 exact in the piece type (TF32 or bf16), and ``split_dot`` must keep every cross product of the
 pieces that matters. A tile product sums many products, and its fp32 rounding would hide a missing
-cross term, so the product test puts one nonzero term in each output's sum, onto a small nonzero
-start: the result must then be start + product within the final rounding (half an ulp, plus the
-chain's roundings of the small cross terms) and twice the terms left out (below 2^-29 of the
-product for TF32 pieces, 2^-28 for bf16). A missing cross term is up to 2^-14 (bf16 mid * mid) or
-2^-21 (its mid * lo, TF32's hi * lo) of the product, past that bound at some of the 256 outputs.
+cross term, so the product test puts one nonzero term in each output's sum, with a small nonzero
+starting tail: head must then be hi(a) hi(b) exactly, and head + tail the start plus the product
+within twice the terms left out (below 2^-29 of the product for TF32 pieces, 2^-28 for bf16) and
+the tail's own rounding (it holds the start and the cross products, 2^-6 of the product at most).
+A missing cross term is up to 2^-14 (bf16 mid * mid) or 2^-21 (its mid * lo, TF32's hi * lo) of
+the product, past that bound at some of the 256 outputs.
 """
 
 import math
@@ -38,23 +39,26 @@ def _split_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, PIECE: tl.constexpr):
 
 
 @triton.jit
-def _dot_kernel(a_ptr, b_ptr, acc_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr,
+def _dot_kernel(a_ptr, b_ptr, tail_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr,
                 PIECE: tl.constexpr):
     rm = tl.arange(0, M)[:, None]
     rk = tl.arange(0, K)
     rn = tl.arange(0, N)[None, :]
     a = tl.load(a_ptr + rm * K + rk[None, :])
     b = tl.load(b_ptr + rk[:, None] * N + rn)
-    tl.store(out_ptr + rm * N + rn, split_dot(a, b, tl.load(acc_ptr + rm * N + rn), PIECE))
+    head, tail = split_dot(a, b, tl.load(tail_ptr + rm * N + rn), PIECE)
+    tl.store(out_ptr + rm * N + rn, head)
+    tl.store(out_ptr + M * N + rm * N + rn, tail)
 
 
-def _split_dot(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor, piece: str) -> torch.Tensor:
-    """split_dot(a, b, acc) of 16 x 16 fp32 tiles on the kernels' device, back on the CPU."""
+def _split_dot(a: torch.Tensor, b: torch.Tensor, tail: torch.Tensor, piece: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(head, tail) of split_dot(a, b, tail) for 16 x 16 fp32 tiles on the kernels' device, back on
+    the CPU."""
     device = _device()
-    out = torch.empty(acc.shape, dtype=torch.float32, device=device)
-    _dot_kernel[(1,)](a.to(device), b.to(device), acc.to(device), out, M=a.shape[0], K=a.shape[1],
+    out = torch.empty((2, *tail.shape), dtype=torch.float32, device=device)
+    _dot_kernel[(1,)](a.to(device), b.to(device), tail.to(device), out, M=a.shape[0], K=a.shape[1],
                       N=b.shape[1], PIECE=piece)
-    return out.cpu()
+    return tuple(out.cpu())
 
 
 def _device():
@@ -108,17 +112,22 @@ def test_each_product_is_all_there(scale, piece):
     a[torch.arange(m), torch.arange(m) % k] = torch.randn(m, generator=gen) * scale
     b[torch.arange(m) % k, :] = torch.randn(m, n, generator=gen)
     exact = a.double() @ b.double()
-    start = (exact * torch.randn(m, n, generator=gen).double() * 2.0**-12).float()  # exact in fp32
-    got = _split_dot(a, b, start, piece).double()
+    start = (exact * torch.randn(m, n, generator=gen).double() * 2.0**-12).float()
+    head, tail = _split_dot(a, b, start, piece)
+    assert torch.equal(head.double(), _head(a, piece) @ _head(b, piece)), "head is not hi(a) @ hi(b), exactly"
+    got = head.double() + tail.double()
     want = start.double() + exact
-    # half an ulp of the result, the chain's roundings of the cross terms (2^-6 of the product at
-    # most, for bf16) and the terms left out
-    bound = want.abs() * 2.0**-24 + exact.abs() * (2.0**-29 + 2 * LEFT_OUT[piece])
+    bound = exact.abs() * 2 * LEFT_OUT[piece] + (start.double().abs() + exact.abs() * 2.0**-6) * 2.0**-22
     error = (got - want).abs()
     worst = int(torch.argmax(error / bound))
     assert (error <= bound).all(), (
-        f"split_dot is {float(error.flatten()[worst] / exact.abs().flatten()[worst]):.3g} of the product off "
-        f"at {divmod(worst, n)} (within {float(bound.flatten()[worst] / exact.abs().flatten()[worst]):.3g} expected)")
+        f"head + tail is {float(error.flatten()[worst] / exact.abs().flatten()[worst]):.3g} of the product "
+        f"off at {divmod(worst, n)} (within {float(bound.flatten()[worst] / exact.abs().flatten()[worst]):.3g} expected)")
+
+
+def _head(t: torch.Tensor, piece: str) -> torch.Tensor:
+    """t's head in fp64 (the significand bits the piece type drops cleared)."""
+    return (t.view(torch.int32) & ~LOW_BITS[piece]).view(torch.float32).double()
 
 
 @pytest.mark.parametrize("piece", PIECES)
@@ -130,7 +139,8 @@ def test_infinities_in_a_product_give_what_eager_gives(piece):
     a[0, 0], a[1, 0], a[2, 1], a[3, 0], a[3, 1] = math.inf, -math.inf, math.nan, math.inf, math.inf
     b[0, :8] = torch.tensor([1.0, -2.0, 0.5, 0.0, 3.0, -0.25, 1.0, 0.0])  # exact in bf16 and TF32
     b[1, :8] = torch.tensor([1.0, 1.0, -1.0, 0.0, 2.0, 2.0, -4.0, 1.0])
-    got = _split_dot(a, b, torch.zeros(16, 16), piece)
+    head, tail = _split_dot(a, b, torch.zeros(16, 16), piece)
+    got = head + tail
     want = a @ b
     assert torch.equal(got.isnan(), want.isnan()), f"NaN at {got.isnan().nonzero().tolist()}, eager {want.isnan().nonzero().tolist()}"
     assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0))
