@@ -7,9 +7,10 @@ bytes).
 
 (default float16 forward). Written for issue 6's 80%-of-copy-bandwidth target: the 16-bit forward's
 production tiling reached 76% at 65536 x 26 x 128 fp16, and fp32's partial sums
-(``WIDE_SUM``) had never been tiled. The backward's peers are eager's and compile's backward
-alone (autograd through the reference, from one forward per input set). Prints each shape's best
-tiling; the choice goes into the kernel by hand.
+(``WIDE_SUM``) had never been tiled; the fp32 forward's split products were swept with it too
+(one warp a sample, results/2026-11-24-h100-6). The backward's peers are eager's and compile's
+backward alone (autograd through the reference, from one forward per input set). Prints each
+shape's best tiling; the choice goes into the kernel by hand.
 """
 
 from __future__ import annotations
