@@ -5,7 +5,9 @@
 #
 #   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n JOBS (16) with the nightly profile, faults included
 #                                                     (TESTS overrides the test files)
-#   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS as SHARDS (8) pytest processes side by side, each
+#   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS (or, with CASE and CHECKS, tests/test_kernels.py's
+#                                                     test_kernel[CASE-CHECK] for each CHECK, CASE as
+#                                                     SPEC-IMPLEMENTATION-DTYPE) as SHARDS (8) pytest processes side by side, each
 #                                                     drawing EXAMPLES (150) / SHARDS examples from its own seed
 #                                                     (HARNESS_SEED = shard number + SEED_BASE): the nightly count for a
 #                                                     property that compiles too many variants to finish in one process;
@@ -15,8 +17,10 @@
 #                                                     (STEP_TIMEOUT each), so one slow kernel cannot hide the rest
 #   bash benchmarks/gpu_run.sh bench NAME KERNEL...   harness nightly (ci-profile smoke verification in JOBS
 #                                                     workers for VERIFY_BUDGET s, the benchmark sweep for
-#                                                     BENCH_BUDGET s, baselines) into $OUT/NAME; add --quick
-#                                                     after the kernels for the quick shapes only
+#                                                     BENCH_BUDGET s, baselines) into $OUT/NAME, archived as
+#                                                     $OUT/NAME.tgz; the log ends with the summary's
+#                                                     regressions and improvements; add --quick after the
+#                                                     kernels for the quick shapes only
 #   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
 #   bash benchmarks/gpu_run.sh tune [KERNEL...]       the row kernels' tiling sweep (softmax, layer_norm,
 #                                                     rms_norm; STEP_TIMEOUT each)
@@ -58,7 +62,10 @@ case "$mode" in
     per_shard=$(( (${EXAMPLES:-150} + shards - 1) / shards ))
     mkdir -p "$OUT/shards"
     echo "${SHARDS:-8} shards of $per_shard examples per test" >> "$log"
-    tests=(${TESTS:?verify-shards needs TESTS})
+    if [ -n "${CASE:-}" ]; then
+      TESTS=$(for check in ${CHECKS:?CASE needs CHECKS}; do echo -n "tests/test_kernels.py::test_kernel[$CASE-$check] "; done)
+    fi
+    tests=(${TESTS:?verify-shards needs TESTS, or CASE and CHECKS})
     # the processes side by side share the cores for torch's host threads (harness.device.share_cpu)
     export HARNESS_PROCESSES=$(( ${#tests[@]} * shards ))
     for test in "${tests[@]}"; do
@@ -98,9 +105,12 @@ case "$mode" in
       --jobs "${JOBS:-16}" --verify-budget "${VERIFY_BUDGET:-120}" --bench-budget "${BENCH_BUDGET:-300}" \
       --update-baseline --shard "$name" "$@" >> "$log" 2>&1
     echo "nightly rc=$?" >> "$log"
-    # the device tool returns no file names with '+': record baselines from results.json with
-    # harness record-baseline OUT/NAME/results.json; the history has one line, derivable from it
+    grep -E "regression|improvement" "$OUT/$name/summary.md" >> "$log" 2>/dev/null
+    # the device tool returns no file names with '+' and only a few files a call: record baselines
+    # from the archive's results.json with harness record-baseline NAME/results.json; the history
+    # has one line, derivable from it
     rm -f "$OUT/$name/history.jsonl"
+    [ -d "$OUT/$name" ] && tar czf "$OUT/$name.tgz" -C "$OUT" "$name" && rm -r "$OUT/$name"
     ;;
   gate)
     timeout 100 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
