@@ -1,6 +1,6 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
 LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
-``norm_backward_groups`` and ``norm_backward_split``, and with the next tile loaded ahead,
+``norm_backward_groups`` and, for rows cut into column blocks, ``norm_backward_columns``, and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
 tiling; their backward's grid with grad_bias, ``elementwise_backward``); and time what softmax's
@@ -18,7 +18,7 @@ error budget decides the numerics). Writes every median as JSON and prints the b
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
-        [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_split]
+        [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
         [elementwise_backward]
 """
@@ -116,6 +116,14 @@ def _set_norm_backward(limits):
 
 def _save_norm_backward():
     return _snapshot((norm, "_GPU_BWD"), (norm, "OVERRIDES"))
+
+
+def _set_norm_columns(limits):
+    norm._GPU_BWD_COLUMNS = limits
+
+
+def _save_norm_columns():
+    return _snapshot((norm, "_GPU_BWD_COLUMNS"))
 
 
 def _set_elementwise(limits):
@@ -312,14 +320,16 @@ TARGETS = {
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16)))),
         knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
-    # the same for rows wider than one block (the two-pass loop), for the three ops
-    "norm_backward_split": Target(
-        lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear, {"programs_per_sm": (1, 2, 4)},
-        (_dropout_norm_backward_op(1024, 16384, torch.bfloat16),
-         _norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
+    # rows wider than one block (the row-sums kernel, then the column kernel), for the three ops:
+    # the column block, the rows a tile and the threads, and programs per SM
+    "norm_backward_columns": Target(
+        lambda: norm._GPU_BWD_COLUMNS, _set_norm_columns, norm._tile.cache_clear,
+        {"split_block": (512, 1024, 2048), "target_elems": (2048, 4096, 8192), "thread_bytes": (16, 32),
+         "programs_per_sm": (2, 4)},
+        (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
-         _norm_backward_op("rms_norm", 2048, 16384, torch.float16)),
-        knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
+         _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
+        save=_save_norm_columns, knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(

@@ -69,7 +69,9 @@ DTYPES = FLOAT_DTYPES + (torch.float64,)
 # H100 sweep (benchmarks/tune_rows.py) measured LayerNorm's forward 4-20% faster with it
 # (1024x16384 bf16: 0.033 ms against 0.041), RMSNorm's within 1%.
 # GPU backward: each program holds s, dy and the fp32 gradient accumulators of its block, four
-# arrays of BLOCK, so its single-block limit is 8192; wider rows take the two-pass path.
+# arrays of BLOCK, so its single-block limit is 8192. Wider rows are cut into column blocks of
+# split_block (the row-sums kernel, then the column kernel: see the module docstring); the column
+# block is _GPU_BWD_COLUMNS below.
 # Interpreter: blocks of 64 so that CPU-sized rows (up to ~150 columns) exercise the multi-block
 # paths. The interpreter's cost is per operation executed, nearly flat in the tile size, so the
 # forward packs 16 rows per program (measured: 20 rows of 129 in 160 ms instead of 410 ms with 4
@@ -84,12 +86,9 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
 # fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
 # (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
-# explains that. 16-bit LayerNorm and RMSNorm rows wider than one block take 1
-# (_bwd_programs_per_sm; tune_rows.py norm_backward_split, call 8): 1024 x 16384 bf16 RMSNorm
-# 0.0820 -> 0.0730 ms (as in calls 2 and 3), fp16 2048 x 16384 0.1417 -> 0.1352, LayerNorm 0.1148
-# -> 0.1060; dropout-add-norm's split rows were slower so (0.2566 against 0.2308) and keep 2.
+# explains that. Rows wider than one block share the count among their column blocks.
 # BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
-# norm_backward_split).
+# norm_backward_columns).
 _GPU_BWD_PROGRAMS_PER_SM = 2
 BWD_PROGRAMS_PER_SM: int | None = None
 # Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
@@ -119,7 +118,7 @@ def block_boundaries() -> tuple[int, ...]:
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._INTERPRETING:
-        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_SPLIT, _GPU_BWD_NARROW16,
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_NARROW16,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
         for low, high in (_NARROW16, _PREFETCH_RMS16, (_DROPOUT_FP32_BLOCK, _DROPOUT_FP32_BLOCK)):
@@ -131,9 +130,6 @@ def block_boundaries() -> tuple[int, ...]:
 # GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all).
 # Backward, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py norm_backward;
 # results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
-# * 16-bit rows wider than the single block: 2 rows a tile at 16 warps (_GPU_BWD_SPLIT). 1024 x
-#   16384 bf16: LayerNorm 0.1629 -> 0.1150 ms, RMSNorm 0.1110 -> 0.0842. Not for fp32/fp64: not
-#   swept, and compiled for sm_90 two rows spill (12 and 192 bytes);
 # * 16-bit rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). LayerNorm 16384 x 1024
 #   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674; 256-wide rows (16 a tile) were 9% slower.
 #   RMSNorm was 1-4% slower so without prefetch, and faster with it (below).
@@ -164,7 +160,7 @@ def block_boundaries() -> tuple[int, ...]:
 # The sweeps of the shared limits set OVERRIDES = False, so that each candidate is timed as given;
 # dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
 _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
-_GPU_BWD_SPLIT = _GPU_BWD._replace(target_elems=8192, thread_bytes=16)
+_GPU_BWD_COLUMNS = _GPU_BWD._replace(split_block=1024, target_elems=4096, thread_bytes=32)
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
@@ -181,18 +177,15 @@ def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
 def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimits:
     """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
     exception (above) that covers these rows."""
+    block = _row_block(n)
+    if block > _GPU_BWD.max_block:
+        return _GPU_BWD_COLUMNS  # split into column blocks
     if not OVERRIDES:
         return _GPU_BWD
-    block = _row_block(n)
-    wide = block > _GPU_BWD.max_block  # split into several column blocks
     if dropout:
-        if wide:
-            return _GPU_BWD  # split rows: not swept
         return _GPU_BWD_DROPOUT_FP32 if _fp32_dropout_rows(block, dtype) else _dropout_bwd_limits(dtype.itemsize)
     if dtype.itemsize != 2:
         return _GPU_BWD
-    if wide:
-        return _GPU_BWD_SPLIT
     if _NARROW16[0] <= block <= _NARROW16[1]:
         return _GPU_BWD_NARROW16
     return _GPU_BWD
@@ -265,21 +258,17 @@ def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in _WIDE else torch.float32
 
 
-def _bwd_programs_per_sm(n: int, dtype: torch.dtype, dropout: bool) -> int:
-    """Backward programs per SM for rows of n elements: the shared count, or the measured exception."""
-    if BWD_PROGRAMS_PER_SM is not None:
-        return BWD_PROGRAMS_PER_SM
-    split = _row_block(n) > _GPU_BWD.max_block
-    if OVERRIDES and not dropout and dtype.itemsize == 2 and split:
-        return 1
-    return _GPU_BWD_PROGRAMS_PER_SM
+def _bwd_programs_per_sm() -> int:
+    """Backward programs per SM: the measured count, or the one a sweep forces."""
+    return _GPU_BWD_PROGRAMS_PER_SM if BWD_PROGRAMS_PER_SM is None else BWD_PROGRAMS_PER_SM
 
 
-def _tiles_per_group(t: torch.Tensor, row_tiles: int, programs_per_sm: int) -> int:
-    """Row tiles per backward program: few partial rows, but enough programs to fill the GPU."""
+def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int, programs_per_sm: int) -> int:
+    """Row tiles per backward program: few partial rows, but enough programs (groups x column
+    blocks) to fill the GPU."""
     if t.device.type != "cuda":
         return _INTERPRETER_TILES_PER_GROUP
-    return _rows.tiles_per_group(row_tiles, programs_per_sm * sm_count(t.device))
+    return _rows.tiles_per_group(row_tiles, max(1, programs_per_sm * sm_count(t.device) // col_blocks))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -656,127 +645,130 @@ def _grad_rows(g, xhat, rstd, c1, c2, RMS: tl.constexpr):
         return (g - xhat * c1[:, None] - c2[:, None]) * rstd[:, None]
 
 
+@triton.jit
+def _given_row_means(sums_ptr, rows, row_ok, n_rows, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr,
+                     COMPUTE: tl.constexpr):
+    """c1 and (LayerNorm) c2 of :func:`_row_means` for a row tile, from the per-block row sums that
+    :func:`_norm_bwd_row_sums_kernel` wrote (``sums[0, block, row]``: g * xhat, ``sums[1, block,
+    row]``: g), added over the blocks in a fixed order. The column kernel has as many blocks as the
+    row-sums kernel (one tiling), so the count is its grid's second dimension."""
+    n_blocks = tl.num_programs(1)
+    sum_gx = tl.full([rows.shape[0]], 0.0, COMPUTE)
+    sum_g = tl.full([rows.shape[0]], 0.0, COMPUTE)
+    for j in range(0, n_blocks):
+        sum_gx += tl.load(sums_ptr + j * n_rows + rows, mask=row_ok, other=0.0)
+        if not RMS:
+            sum_g += tl.load(sums_ptr + (n_blocks + j) * n_rows + rows, mask=row_ok, other=0.0)
+    n = tl.full(sum_gx.shape, 0.0, COMPUTE) + n_f
+    c1 = _rows.div(sum_gx, n, PRECISE)
+    if RMS:
+        return c1, c1  # c2 unused
+    else:
+        return c1, _rows.div(sum_g, n, PRECISE)
+
+
+@triton.jit
+def _norm_bwd_row_sums_kernel(
+    s_ptr, dy_ptr, w_ptr, stats_ptr, sums_ptr, n_rows, n_cols, w_offset,
+    s_inner, s_so, s_si, g_inner, g_so, g_si,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, RMS: tl.constexpr, HAS_W: tl.constexpr, COMPUTE: tl.constexpr,
+):
+    """Rows wider than one block, first kernel: each row's sums of g * xhat and (LayerNorm) g over
+    one column block (program (row tile, column block)), for the column kernel's c1 and c2."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    block = tl.program_id(1)
+    start = block * BLOCK
+    row_ok = rows < n_rows
+    cols = tl.arange(0, BLOCK)[None, :]
+    col_ok = start + cols < n_cols
+    s, dy, k, m, rstd = _bwd_tile_loads(s_ptr + start, dy_ptr + start, stats_ptr, rows, row_ok, col_ok, n_rows,
+                                        s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, True, COMPUTE)
+    g = dy * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
+    xhat = tl.where(row_ok[:, None] & col_ok, _normalized(s, k, m, rstd, RMS), 0.0)
+    out = sums_ptr + block * n_rows + rows
+    tl.store(out, tl.sum(g * xhat, axis=1), mask=row_ok)
+    if not RMS:
+        tl.store(out + tl.num_programs(1) * n_rows, tl.sum(g, axis=1), mask=row_ok)
+
+
 @triton.jit(do_not_specialize=["seed", "threshold"])
 def _norm_bwd_kernel(
-    s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
+    s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, sums_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
     n_rows, n_cols, n_f, w_offset, seed, threshold, scale, scale_lo, tiles_per_group,
     s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
-    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SUMS_GIVEN: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
     DROPOUT: tl.constexpr, HAS_DSUM: tl.constexpr, DRAW: tl.constexpr, PREFETCH: tl.constexpr,
     COMPUTE: tl.constexpr, ACC: tl.constexpr, PRECISE: tl.constexpr,
 ):
-    # ds = d loss / d s (the norm's input): written to ds_ptr. With DROPOUT, dx = ds * keep * scale
-    # too (the gradient of the dropped input). Partial sums of this group's rows: dw (dy * xhat),
-    # db (dy), dxb (dx), one row each per group, in ACC.
+    # Program (group, column block): the group's row tiles, in the columns of one block (all of a
+    # row that fits one block). ds = d loss / d s (the norm's input): written to ds_ptr. With
+    # DROPOUT, dx = ds * keep * scale too (the gradient of the dropped input). Partial sums of this
+    # group's rows: dw (dy * xhat), db (dy), dxb (dx), one row each per group, in ACC. A row that
+    # fits the block gives its own c1 and c2; with SUMS_GIVEN (rows wider than a block) they come
+    # from the row-sums kernel's sums_ptr.
     group = tl.program_id(0)
+    start = tl.program_id(1) * BLOCK
     cols = tl.arange(0, BLOCK)[None, :]
-    part_row = group.to(tl.int64) * n_cols
-    if not SPLIT:
-        col_ok = cols < n_cols
-        wv = _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)
-        acc_dw = tl.full([ROWS, BLOCK], 0.0, ACC)
-        acc_db = tl.full([ROWS, BLOCK], 0.0, ACC)
-        acc_dxb = tl.full([ROWS, BLOCK], 0.0, ACC)
-        if PREFETCH:  # the group's first tile, loaded before the loop
-            first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
+    col_ok = start + cols < n_cols
+    part_row = group.to(tl.int64) * n_cols + start
+    s_ptr += start
+    dy_ptr += start
+    dsum_ptr += start
+    ds_ptr += start
+    dx_ptr += start
+    wv = _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
+    acc_dw = tl.full([ROWS, BLOCK], 0.0, ACC)
+    acc_db = tl.full([ROWS, BLOCK], 0.0, ACC)
+    acc_dxb = tl.full([ROWS, BLOCK], 0.0, ACC)
+    if PREFETCH:  # the group's first tile, loaded before the loop
+        first = group * tiles_per_group * ROWS + tl.arange(0, ROWS)
+        s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
+            s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
+            s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, False, COMPUTE)
+    for t in range(0, tiles_per_group):
+        rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
+        row_ok = rows < n_rows
+        mask = row_ok[:, None] & col_ok
+        dense = rows.to(tl.int64)[:, None] * n_cols
+        if PREFETCH:  # this tile's inputs came with the previous step; the next tile's go out now
+            s, dy, k, m, rstd = s_next, dy_next, k_next, m_next, rstd_next
+            ahead = rows + ROWS
             s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
-                s_ptr, dy_ptr, stats_ptr, first, first < n_rows, col_ok, n_rows,
+                s_ptr, dy_ptr, stats_ptr, ahead, (ahead < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
                 s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, False, COMPUTE)
-        for t in range(0, tiles_per_group):
-            rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
-            row_ok = rows < n_rows
-            mask = row_ok[:, None] & col_ok
-            dense = rows.to(tl.int64)[:, None] * n_cols
-            if PREFETCH:  # this tile's inputs came with the previous step; the next tile's go out now
-                s, dy, k, m, rstd = s_next, dy_next, k_next, m_next, rstd_next
-                ahead = rows + ROWS
-                s_next, dy_next, k_next, m_next, rstd_next = _bwd_tile_loads(
-                    s_ptr, dy_ptr, stats_ptr, ahead, (ahead < n_rows) & (t + 1 < tiles_per_group), col_ok, n_rows,
-                    s_inner, s_so, s_si, g_inner, g_so, g_si, BLOCK, False, COMPUTE)
-            else:
-                s, dy, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows, s_inner,
-                                                    s_so, s_si, g_inner, g_so, g_si, BLOCK, True, COMPUTE)
-            s = s.to(COMPUTE)
-            dy = dy.to(COMPUTE)
-            xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
-            g = dy * wv
+        else:
+            s, dy, k, m, rstd = _bwd_tile_loads(s_ptr, dy_ptr, stats_ptr, rows, row_ok, col_ok, n_rows, s_inner,
+                                                s_so, s_si, g_inner, g_so, g_si, BLOCK, True, COMPUTE)
+        s = s.to(COMPUTE)
+        dy = dy.to(COMPUTE)
+        xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
+        g = dy * wv
+        if SUMS_GIVEN:
+            c1, c2 = _given_row_means(sums_ptr, rows, row_ok, n_rows, n_f, RMS, PRECISE, COMPUTE)
+        else:
             c1, c2 = _row_means(g * xhat, g, n_f, RMS, PRECISE)
-            ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
-            if HAS_DSUM:
-                h_off = _rows.row_offset(rows, h_inner, h_so, h_si)[:, None]
-                ds += tl.load(dsum_ptr + h_off + cols, mask=mask, other=0.0).to(COMPUTE)
-            tl.store(ds_ptr + dense + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
-            if DROPOUT:
-                keep = keep_mask(seed, threshold, rows, 0, ROWS, BLOCK, DRAW)
-                dx = _dropped(ds, keep, scale, scale_lo, COMPUTE)
-                tl.store(dx_ptr + dense + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
-                if DXB:
-                    acc_dxb += tl.where(mask, dx, 0.0).to(ACC)
-            if DW:
-                acc_dw += tl.where(mask, dy * xhat, 0.0).to(ACC)
-            if DB:
-                acc_db += dy.to(ACC)
-        if DW:
-            tl.store(dw_part + part_row + cols, tl.sum(acc_dw, axis=0)[None, :], mask=col_ok)
-        if DB:
-            tl.store(db_part + part_row + cols, tl.sum(acc_db, axis=0)[None, :], mask=col_ok)
-        if DXB:
-            tl.store(dxb_part + part_row + cols, tl.sum(acc_dxb, axis=0)[None, :], mask=col_ok)
-    else:
-        # Rows wider than a block: per row tile, one pass for the row sums c1 and c2, one to write
-        # ds (and dx). The partial rows live in global memory (read-modify-write by this program
-        # only, L2-resident); a tile's first visit (t == 0) starts them from 0.
-        for t in range(0, tiles_per_group):
-            rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
-            row_ok = rows < n_rows
-            dense = rows.to(tl.int64)[:, None] * n_cols
-            s_off = _rows.row_offset(rows, s_inner, s_so, s_si)[:, None]
-            g_off = _rows.row_offset(rows, g_inner, g_so, g_si)[:, None]
+        ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
+        if HAS_DSUM:
             h_off = _rows.row_offset(rows, h_inner, h_so, h_si)[:, None]
-            k = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
-            m = tl.load(stats_ptr + n_rows + rows, mask=row_ok, other=0.0)
-            rstd = tl.load(stats_ptr + 2 * n_rows + rows, mask=row_ok, other=0.0)
-            # Pass 1: the row sums, accumulated elementwise over the blocks and reduced once.
-            gx = tl.full([ROWS, BLOCK], 0.0, COMPUTE)
-            gs = tl.full([ROWS, BLOCK], 0.0, COMPUTE)
-            for start in range(0, n_cols, BLOCK):
-                mask = row_ok[:, None] & (start + cols < n_cols)
-                s = tl.load(s_ptr + s_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-                dy = tl.load(dy_ptr + g_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-                g = dy * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
-                gx += g * tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
-                gs += g
-            c1, c2 = _row_means(gx, gs, n_f, RMS, PRECISE)
-            for start in range(0, n_cols, BLOCK):
-                col_ok = start + cols < n_cols
-                mask = row_ok[:, None] & col_ok
-                s = tl.load(s_ptr + s_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-                dy = tl.load(dy_ptr + g_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-                g = dy * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)
-                xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
-                ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
-                if HAS_DSUM:
-                    ds += tl.load(dsum_ptr + h_off + start + cols, mask=mask, other=0.0).to(COMPUTE)
-                tl.store(ds_ptr + dense + start + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
-                carry = col_ok & (t > 0)  # partial rows hold earlier tiles' sums from t = 1 on
-                if DROPOUT:
-                    keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
-                    dx = _dropped(ds, keep, scale, scale_lo, COMPUTE)
-                    tl.store(dx_ptr + dense + start + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
-                    if DXB:
-                        part = dxb_part + part_row + start + cols
-                        prev = tl.load(part, mask=carry, other=0.0)
-                        tl.store(part, prev + tl.sum(tl.where(mask, dx, 0.0).to(ACC), axis=0)[None, :], mask=col_ok)
-                if DW:
-                    part = dw_part + part_row + start + cols
-                    prev = tl.load(part, mask=carry, other=0.0)
-                    tl.store(part, prev + tl.sum(tl.where(mask, dy * xhat, 0.0).to(ACC), axis=0)[None, :], mask=col_ok)
-                if DB:
-                    part = db_part + part_row + start + cols
-                    prev = tl.load(part, mask=carry, other=0.0)
-                    tl.store(part, prev + tl.sum(dy.to(ACC), axis=0)[None, :], mask=col_ok)
-            tl.debug_barrier()  # this tile's partial updates before the next tile's reads
+            ds += tl.load(dsum_ptr + h_off + cols, mask=mask, other=0.0).to(COMPUTE)
+        tl.store(ds_ptr + dense + cols, _rows.cast_for_store(ds, ds_ptr), mask=mask)
+        if DROPOUT:
+            keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)
+            dx = _dropped(ds, keep, scale, scale_lo, COMPUTE)
+            tl.store(dx_ptr + dense + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
+            if DXB:
+                acc_dxb += tl.where(mask, dx, 0.0).to(ACC)
+        if DW:
+            acc_dw += tl.where(mask, dy * xhat, 0.0).to(ACC)
+        if DB:
+            acc_db += dy.to(ACC)
+    if DW:
+        tl.store(dw_part + part_row + cols, tl.sum(acc_dw, axis=0)[None, :], mask=col_ok)
+    if DB:
+        tl.store(db_part + part_row + cols, tl.sum(acc_db, axis=0)[None, :], mask=col_ok)
+    if DXB:
+        tl.store(dxb_part + part_row + cols, tl.sum(acc_dxb, axis=0)[None, :], mask=col_ok)
 
 
 @triton.jit
@@ -889,7 +881,7 @@ def backward(
     h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
     tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
     row_tiles = triton.cdiv(s_rows.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(src, row_tiles, _bwd_programs_per_sm(n, dtype, dropout is not None))
+    tiles_per_group = _tiles_per_group(src, row_tiles, tile.col_blocks, _bwd_programs_per_sm())
     groups = triton.cdiv(row_tiles, tiles_per_group)
     numerics = _numerics(dtype)
     acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32
@@ -898,17 +890,26 @@ def backward(
     dw_part = next(views) if need_dweight else partials
     db_part = next(views) if need_dbias else partials
     dxb_part = next(views) if need_dxbias else partials
+    sums_given = tile.col_blocks > 1
+    row_sums = torch.empty((1 if rms else 2, tile.col_blocks, s_rows.rows) if sums_given else (1,),
+                           dtype=_stats_dtype(dtype), device=src.device)
     drop = dropout or _NO_DROPOUT
     with _rows.launch_guard(src):
-        _norm_bwd_kernel[(groups,)](
-            s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, ds,
+        if sums_given:
+            _norm_bwd_row_sums_kernel[(row_tiles, tile.col_blocks)](
+                s_rows.tensor, g_rows.tensor, src if weight is None else weight, stats, row_sums,
+                s_rows.rows, n, w_offset, *s_rows.kernel_args(), *g_rows.kernel_args(),
+                BLOCK=tile.block, ROWS=tile.rows, RMS=rms, HAS_W=weight is not None, COMPUTE=numerics["COMPUTE"],
+                num_warps=tile.num_warps,
+            )
+        _norm_bwd_kernel[(groups, tile.col_blocks)](
+            s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, row_sums, ds,
             ds if dx is None else dx, dw_part, db_part, dxb_part,
             s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo, tiles_per_group,
             *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1, RMS=rms, HAS_W=weight is not None,
+            BLOCK=tile.block, ROWS=tile.rows, SUMS_GIVEN=sums_given, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None,  # split rows take the two-pass loop, which never prefetches
-            PREFETCH=tile.col_blocks == 1 and _bwd_prefetch(n, dtype, rms, dropout is not None),
+            HAS_DSUM=dsum is not None, PREFETCH=_bwd_prefetch(n, dtype, rms, dropout is not None),
             num_warps=tile.num_warps, **numerics,
         )
         sums = torch.empty((parts, n), dtype=dtype, device=src.device)

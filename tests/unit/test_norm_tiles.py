@@ -5,6 +5,8 @@ tests pin which shapes they reach, that they stay off under the interpreter and 
 times candidates as given, and that every tile they give is a valid one.
 """
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -34,10 +36,12 @@ def test_overrides_reach_only_their_shapes(on_gpu):
     assert norm._tile(512, bf16, True, False).num_warps < _plain(512, bf16).num_warps
     assert norm._tile(256, bf16, True, False) == _plain(256, bf16)
     assert norm._tile(1024, fp32, True, False) == _plain(1024, fp32)
-    # rows wider than a block: more rows a tile, for both norms
-    wide = norm._tile(16384, bf16, True, False)
-    assert wide.col_blocks > 1 and wide.rows > _plain(16384, bf16).rows
-    assert norm._tile(16384, fp32, True, False) == _plain(16384, fp32)  # not swept; spills
+    # rows wider than a block: the column kernel's blocks, for every op and dtype
+    for dtype in (bf16, fp32, torch.float64):
+        for dropout in (False, True):
+            wide = norm._tile(16384, dtype, True, dropout)
+            assert wide == _rows.row_tile(16384, dtype.itemsize, norm._GPU_BWD_COLUMNS)
+            assert wide.col_blocks == 16384 // norm._GPU_BWD_COLUMNS.split_block
     # dropout-add-norm: 8 KB of input a tile whatever the dtype, but fp32 rows of 1024: one row, 4 warps
     for n, dtype in ((1024, bf16), (512, fp32), (2048, fp32)):
         tile = norm._tile(n, dtype, True, True)
@@ -55,9 +59,13 @@ def test_overrides_reach_only_their_shapes(on_gpu):
 
 def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
     monkeypatch.setattr(norm, "OVERRIDES", False)
-    for n, dtype, dropout in ((1024, torch.bfloat16, False), (16384, torch.bfloat16, False), (1024, torch.float32, True)):
+    for n, dtype, dropout in ((1024, torch.bfloat16, False), (8192, torch.bfloat16, False), (1024, torch.float32, True)):
         assert norm._tile(n, dtype, True, dropout) == _plain(n, dtype)
         assert norm._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD)
+    # rows wider than a block take the column kernel's own limits (the column sweep varies them)
+    columns = norm._GPU_BWD_COLUMNS._replace(split_block=512)
+    monkeypatch.setattr(norm, "_GPU_BWD_COLUMNS", columns)
+    assert norm._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
 
 
 def test_overrides_are_off_under_the_interpreter():
@@ -108,7 +116,7 @@ def test_fp32_prenorm_sum_is_correctly_rounded_where_it_cancels():
     (1024, torch.bfloat16, False, False, False),  # not LayerNorm
     (512, torch.float16, False, False, False),
     (1024, torch.float32, True, False, False),
-    (16384, torch.bfloat16, True, False, False),  # split rows: the prefetching loop is the single-block one
+    (16384, torch.bfloat16, True, False, False),  # rows in column blocks: not measured with it
 ])
 def test_prefetch_reaches_only_its_shapes(on_gpu, n, dtype, rms, dropout, expected):
     assert norm._bwd_prefetch(n, dtype, rms, dropout) is expected
@@ -129,26 +137,32 @@ def test_the_interpreter_runs_both_forms_of_the_backward_loop():
     assert forms == {False, True}
 
 
-def test_only_16bit_norm_split_rows_take_one_backward_program_per_sm(on_gpu, monkeypatch):
-    shared = norm._GPU_BWD_PROGRAMS_PER_SM
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False) == 1
-    assert norm._bwd_programs_per_sm(8192, torch.float16, False) == shared  # one block
-    assert norm._bwd_programs_per_sm(16384, torch.float32, False) == shared
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, True) == shared  # dropout-add-norm
-    monkeypatch.setattr(norm, "OVERRIDES", False)
-    assert norm._bwd_programs_per_sm(16384, torch.bfloat16, False) == shared
+def test_backward_programs_fill_the_gpu_across_column_blocks(monkeypatch):
+    """Groups x column blocks is about programs-per-SM x SMs: rows wider than a block divide the
+    count among their column blocks, so that their groups (one partial row each) stay few."""
+    monkeypatch.setattr(norm, "sm_count", lambda device: 132)
+    on_cuda = SimpleNamespace(device=SimpleNamespace(type="cuda"))
+    assert norm._GPU_BWD_PROGRAMS_PER_SM == 2
+    assert norm._tiles_per_group(on_cuda, 256, 1, 2) == 1  # 256 tiles, up to 264 programs
+    assert norm._tiles_per_group(on_cuda, 256, 16, 2) == 16  # 16 groups x 16 column blocks = 256
+    assert norm._tiles_per_group(on_cuda, 256, 512, 2) == 256  # more blocks than programs: one group
     monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 4)  # a sweep's forced count
-    assert norm._bwd_programs_per_sm(1024, torch.float32, True) == 4
+    assert norm._bwd_programs_per_sm() == 4
 
 
-@pytest.mark.parametrize("rms, dropout, dtype", [
-    (True, False, torch.bfloat16), (False, False, torch.float16), (False, True, torch.float32), (True, False, torch.float32),
+@pytest.mark.parametrize("rms, dropout, dtype, wide", [
+    (True, False, torch.bfloat16, False), (False, False, torch.float16, False), (False, True, torch.float32, False),
+    (True, False, torch.float32, False), (False, False, torch.bfloat16, True), (False, True, torch.float32, True),
 ])
-def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtype):
+def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtype, wide):
     """Prefetch moves loads, not arithmetic: with it forced on and off the gradients must agree
-    bitwise, over groups of several row tiles (on a GPU: one program per SM, so each walks many)."""
+    bitwise, over groups of several row tiles (on a GPU: one program per SM, so each walks many),
+    in rows of one block and in rows cut into column blocks (``wide``)."""
     device = kernel_device_type()
-    rows, n = (4096, 1024) if device == "cuda" else (37, 48)
+    if device == "cuda":
+        rows, n = (512, 16384 + 3) if wide else (4096, 1024)
+    else:
+        rows, n = (37, 150) if wide else (37, 48)
     gen = torch.Generator(device="cpu").manual_seed(7)
     x, dy = (torch.randn(rows, n, generator=gen).to(device, dtype) for _ in range(2))
     w, b = (torch.randn(n, generator=gen).to(device, dtype) for _ in range(2))
@@ -164,6 +178,6 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
         out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
                             need_dxbias=dropout)
         grads.append([g for g in out if g is not None])
-    assert norm._tile(n, dtype, True, dropout).col_blocks == 1  # the loop that prefetches
+    assert (norm._tile(n, dtype, True, dropout).col_blocks > 1) == wide
     for plain, ahead in zip(*grads):
         assert torch.equal(plain, ahead)
