@@ -1,6 +1,7 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
 LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
-``norm_backward_groups`` and, for rows cut into column blocks, ``norm_backward_columns``, and with the next tile loaded ahead,
+``norm_backward_groups``; for rows cut into column blocks, ``norm_backward_columns``, and which
+rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
 tiling; their backward's grid with grad_bias, ``elementwise_backward``); and time what softmax's
@@ -19,6 +20,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
+        [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
         [elementwise_backward]
 """
@@ -324,12 +326,19 @@ TARGETS = {
     # the column block, the rows a tile and the threads, and programs per SM
     "norm_backward_columns": Target(
         lambda: norm._GPU_BWD_COLUMNS, _set_norm_columns, norm._tile.cache_clear,
-        {"split_block": (512, 1024, 2048), "target_elems": (2048, 4096, 8192), "thread_bytes": (16, 32),
-         "programs_per_sm": (2, 4)},
+        {"split_block": (1024, 2048), "target_elems": (1024, 2048), "thread_bytes": (32, 64),
+         "programs_per_sm": (4, 8, 16)},
         (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
          _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
         save=_save_norm_columns, knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
+    # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile)
+    "norm_backward_columns_from": Target(
+        lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, norm._tile.cache_clear,
+        {"columns_from": (None, 2048), "programs_per_sm": (None, 4)},
+        tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
+              for s in ((2048, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16), (8192, 2048, torch.bfloat16))),
+        knobs={"columns_from": (norm, "BWD_COLUMNS_FROM"), "programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(

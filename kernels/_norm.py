@@ -35,7 +35,14 @@ and keeps the weight/bias gradient contributions (``dy * xhat``, ``dy``, and for
 the gradient of the dropped input's bias) in registers; it writes one partial row per group, and a
 small kernel (:func:`_sum_partials_kernel`) adds the partials of all groups in a fixed order. No
 atomics: results are bitwise reproducible. The partials are fp64 for fp32/fp64 inputs (the sums
-of many rows then add no error of their own) and fp32 for fp16/bf16.
+of many rows then add no error of their own) and fp32 for fp16/bf16. A row wider than one block
+is cut into column blocks, and two kernels share the work: :func:`_norm_bwd_row_sums_kernel`
+writes each row's sums of ``g * xhat`` and ``g`` per column block (one program per row tile and
+column block), then the backward kernel runs one program per row group and column block and takes
+the row means ``c1``, ``c2`` from those sums (added in a fixed order). s and dy are read twice,
+but every program streams independent tiles and the partial rows are as few as the row groups: an
+earlier two-pass loop per row tile kept a full-width partial row per group in L2 and walked its
+tiles one after another, 17-32% slower at 1024 x 16384 (results/2026-11-24-h100-7).
 
 Numerics: arithmetic in fp32 for fp16/bf16 inputs and in fp64 for fp32 and fp64 inputs
 (``WIDE_FP32``, below), results stored in the input dtype. With ``WIDE_FP32 = False`` fp32 rows
@@ -86,10 +93,12 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
 # fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
 # (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
-# explains that. Rows wider than one block share the count among their column blocks.
+# explains that. Rows cut into column blocks take 4 an SM, shared among their column blocks
+# (_GPU_BWD_COLUMN_PROGRAMS_PER_SM, below).
 # BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
 # norm_backward_columns).
 _GPU_BWD_PROGRAMS_PER_SM = 2
+_GPU_BWD_COLUMN_PROGRAMS_PER_SM = 4
 BWD_PROGRAMS_PER_SM: int | None = None
 # Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
 # this one, so that two tiles' loads are in flight; Triton does not pipeline this loop itself
@@ -97,6 +106,9 @@ BWD_PROGRAMS_PER_SM: int | None = None
 # shapes and hurts others, so the measured rule (_bwd_prefetch) decides. BWD_PREFETCH True or
 # False forces it (a sweep's knob: tune_rows.py norm_backward_groups, norm_backward_prefetch).
 BWD_PREFETCH: bool | None = None
+# BWD_COLUMNS_FROM: the narrowest row block that takes the column kernels (a sweep's knob:
+# tune_rows.py norm_backward_columns_from); None: rows wider than _GPU_BWD.max_block.
+BWD_COLUMNS_FROM: int | None = None
 _INTERPRETER_TILES_PER_GROUP = 2
 # The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
 _GPU_PART = (32, 128)
@@ -160,7 +172,12 @@ def block_boundaries() -> tuple[int, ...]:
 # The sweeps of the shared limits set OVERRIDES = False, so that each candidate is timed as given;
 # dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
 _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
-_GPU_BWD_COLUMNS = _GPU_BWD._replace(split_block=1024, target_elems=4096, thread_bytes=32)
+# Backward of rows wider than one block (the row-sums and column kernels), from the H100 sweep
+# tune_rows.py norm_backward_columns (results/2026-11-24-h100-7/call1), the backward alone at
+# 1024 x 16384 bf16: column blocks of 1024, 2 rows a tile, 4 warps, 4 programs an SM. LayerNorm
+# 0.0723 ms, RMSNorm 0.0704, dropout-add-LayerNorm 0.0940, against 0.0900 / 0.0820 / 0.1364 at
+# 4 rows, 8 warps and 2 programs; blocks of 512 were 1.4-2.6x slower, of 2048 within 2-11%.
+_GPU_BWD_COLUMNS = _GPU_BWD._replace(split_block=1024, target_elems=2048, thread_bytes=32)
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
@@ -178,8 +195,9 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimi
     """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
     exception (above) that covers these rows."""
     block = _row_block(n)
-    if block > _GPU_BWD.max_block:
-        return _GPU_BWD_COLUMNS  # split into column blocks
+    columns = _column_limits(block)
+    if columns is not None:
+        return columns
     if not OVERRIDES:
         return _GPU_BWD
     if dropout:
@@ -192,9 +210,17 @@ def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimi
 
 
 def _row_block(n: int) -> int:
-    """The power-of-two block a row of n elements rounds up to (wider than _GPU_BWD.max_block:
-    the backward splits it)."""
+    """The power-of-two block a row of n elements rounds up to."""
     return triton.next_power_of_2(max(n, 1))
+
+
+def _column_limits(block: int) -> _rows.TileLimits | None:
+    """The GPU limits of the column kernels if rows of this power-of-two block take them (wider
+    than _GPU_BWD.max_block, or from BWD_COLUMNS_FROM where a sweep sets it), else None."""
+    first = 2 * _GPU_BWD.max_block if BWD_COLUMNS_FROM is None else BWD_COLUMNS_FROM
+    if block < first:
+        return None
+    return _GPU_BWD_COLUMNS._replace(max_block=min(_GPU_BWD_COLUMNS.max_block, first // 2))
 
 
 def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
@@ -211,7 +237,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
     if interpreting():
         return dtype == torch.float32 if dropout else sixteen
     block = _row_block(n)
-    if not OVERRIDES or block > _GPU_BWD.max_block:
+    if not OVERRIDES or _column_limits(block) is not None:
         return False
     if dropout:
         return _fp32_dropout_rows(block, dtype)
@@ -258,9 +284,12 @@ def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype in _WIDE else torch.float32
 
 
-def _bwd_programs_per_sm() -> int:
-    """Backward programs per SM: the measured count, or the one a sweep forces."""
-    return _GPU_BWD_PROGRAMS_PER_SM if BWD_PROGRAMS_PER_SM is None else BWD_PROGRAMS_PER_SM
+def _bwd_programs_per_sm(columns: bool) -> int:
+    """Backward programs per SM (``columns``: rows cut into column blocks): the measured count, or
+    the one a sweep forces."""
+    if BWD_PROGRAMS_PER_SM is not None:
+        return BWD_PROGRAMS_PER_SM
+    return _GPU_BWD_COLUMN_PROGRAMS_PER_SM if columns else _GPU_BWD_PROGRAMS_PER_SM
 
 
 def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int, programs_per_sm: int) -> int:
@@ -708,7 +737,10 @@ def _norm_bwd_kernel(
     # fits the block gives its own c1 and c2; with SUMS_GIVEN (rows wider than a block) they come
     # from the row-sums kernel's sums_ptr.
     group = tl.program_id(0)
-    start = tl.program_id(1) * BLOCK
+    if SUMS_GIVEN:
+        start = tl.program_id(1) * BLOCK
+    else:
+        start = 0  # a constant: rows of one block compile as they did before column blocks existed
     cols = tl.arange(0, BLOCK)[None, :]
     col_ok = start + cols < n_cols
     part_row = group.to(tl.int64) * n_cols + start
@@ -881,7 +913,7 @@ def backward(
     h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
     tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
     row_tiles = triton.cdiv(s_rows.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(src, row_tiles, tile.col_blocks, _bwd_programs_per_sm())
+    tiles_per_group = _tiles_per_group(src, row_tiles, tile.col_blocks, _bwd_programs_per_sm(tile.col_blocks > 1))
     groups = triton.cdiv(row_tiles, tiles_per_group)
     numerics = _numerics(dtype)
     acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32

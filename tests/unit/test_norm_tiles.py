@@ -68,6 +68,17 @@ def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
     assert norm._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
 
 
+def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu, monkeypatch):
+    assert norm._tile(8192, torch.bfloat16, True, False).col_blocks == 1
+    monkeypatch.setattr(norm, "BWD_COLUMNS_FROM", 2048)
+    norm._tile.cache_clear()  # as the sweep does between candidates
+    for n in (2048, 8192):
+        tile = norm._tile(n, torch.bfloat16, True, False)
+        assert (tile.block, tile.col_blocks) == (norm._GPU_BWD_COLUMNS.split_block, n // norm._GPU_BWD_COLUMNS.split_block)
+        assert not norm._bwd_prefetch(n, torch.bfloat16, True, False)
+    assert norm._tile(1024, torch.bfloat16, True, False).col_blocks == 1
+
+
 def test_overrides_are_off_under_the_interpreter():
     norm._tile.cache_clear()
     if not norm.interpreting():
@@ -146,8 +157,10 @@ def test_backward_programs_fill_the_gpu_across_column_blocks(monkeypatch):
     assert norm._tiles_per_group(on_cuda, 256, 1, 2) == 1  # 256 tiles, up to 264 programs
     assert norm._tiles_per_group(on_cuda, 256, 16, 2) == 16  # 16 groups x 16 column blocks = 256
     assert norm._tiles_per_group(on_cuda, 256, 512, 2) == 256  # more blocks than programs: one group
-    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 4)  # a sweep's forced count
-    assert norm._bwd_programs_per_sm() == 4
+    assert norm._bwd_programs_per_sm(False) == norm._GPU_BWD_PROGRAMS_PER_SM
+    assert norm._bwd_programs_per_sm(True) == norm._GPU_BWD_COLUMN_PROGRAMS_PER_SM
+    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 8)  # a sweep's forced count
+    assert norm._bwd_programs_per_sm(False) == norm._bwd_programs_per_sm(True) == 8
 
 
 @pytest.mark.parametrize("rms, dropout, dtype, wide", [
