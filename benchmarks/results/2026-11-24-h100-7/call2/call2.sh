@@ -8,12 +8,12 @@ C=benchmarks/results/2026-11-24-h100-7/call2
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 HARNESS_COMMIT=$(cat $C/commit.txt)
 nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; date -u
 timeout 60 python3 -m pytest -q -p no:cacheprovider tests/unit/test_norm_tiles.py 2>&1 | tail -2
-STEP_TIMEOUT=200 TESTS="tests/test_kernels.py tests/test_faults.py" bash benchmarks/gpu_run.sh verify -k "layer_norm or rms_norm or dropout_add_norm" > /dev/null
+STEP_TIMEOUT=170 TESTS="tests/test_kernels.py tests/test_faults.py" bash benchmarks/gpu_run.sh verify -k "layer_norm or rms_norm or dropout_add_norm" > /dev/null
 grep -E "FAILED|passed|failed|rc=" $OUT/log_verify.txt | tail -8
 date -u
-STEP_TIMEOUT=150 bash benchmarks/gpu_run.sh tune norm_backward_columns norm_backward_columns_from > /dev/null
+STEP_TIMEOUT=120 bash benchmarks/gpu_run.sh tune norm_backward_columns norm_backward_columns_from > /dev/null
 grep -v Warn $OUT/log_tune.txt | grep -E "backward|rc=" 
 date -u
-VERIFY_BUDGET=5 BENCH_BUDGET=110 STEP_TIMEOUT=140 bash benchmarks/gpu_run.sh bench norms layer_norm rms_norm dropout_add_norm > /dev/null
+VERIFY_BUDGET=5 BENCH_BUDGET=100 STEP_TIMEOUT=130 bash benchmarks/gpu_run.sh bench norms layer_norm rms_norm dropout_add_norm > /dev/null
 tail -12 $OUT/log_bench_norms.txt | cut -c1-400
 date -u
