@@ -738,8 +738,7 @@ def _norm_bwd_kernel(
     # from the row-sums kernel's sums_ptr.
     group = tl.program_id(0)
     if SUMS_GIVEN:
-        # the last column blocks first: the row-sums kernel read them last, so they may still sit in L2
-        start = (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK
+        start = tl.program_id(1) * BLOCK
     else:
         start = 0  # a constant: rows of one block compile as they did before column blocks existed
     cols = tl.arange(0, BLOCK)[None, :]
