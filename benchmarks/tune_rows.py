@@ -1,8 +1,7 @@
 """Sweep the GPU tiling of the row kernels at the peer shapes: softmax (forward and backward),
 LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, with its grid size
-``norm_backward_groups``; for rows cut into column blocks, ``norm_backward_columns``, the
-row-sums kernel's own tile, ``norm_backward_row_sums``, and which rows take them,
-``norm_backward_columns_from``; and with the next tile loaded ahead,
+``norm_backward_groups``; for rows cut into column blocks, ``norm_backward_columns``, and which
+rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
 tiling; their backward's grid with grad_bias, ``elementwise_backward``); and time what softmax's
@@ -21,7 +20,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
-        [norm_backward_row_sums] [norm_backward_columns_from]
+        [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
         [elementwise_backward]
 """
@@ -127,14 +126,6 @@ def _set_norm_columns(limits):
 
 def _save_norm_columns():
     return _snapshot((norm, "_GPU_BWD_COLUMNS"))
-
-
-def _set_norm_row_sums(limits):
-    norm._GPU_BWD_ROW_SUMS = limits
-
-
-def _save_norm_row_sums():
-    return _snapshot((norm, "_GPU_BWD_ROW_SUMS"))
 
 
 def _set_elementwise(limits):
@@ -341,14 +332,6 @@ TARGETS = {
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
          _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
         save=_save_norm_columns, knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
-    # the row-sums kernel's own tile (a reduction alone), beside the column kernel's production tile
-    "norm_backward_row_sums": Target(
-        lambda: norm._GPU_BWD_ROW_SUMS, _set_norm_row_sums, lambda: None,
-        {"split_block": (1024, 2048, 4096, 8192), "target_elems": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
-        (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
-         _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
-         _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
-        save=_save_norm_row_sums),
     # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile)
     "norm_backward_columns_from": Target(
         lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, norm._tile.cache_clear,

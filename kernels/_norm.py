@@ -88,7 +88,6 @@ _GPU_FWD = _rows.TileLimits(max_block=16384, split_block=4096, target_elems=4096
 _GPU_BWD = _rows.TileLimits(max_block=8192, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=16)
 _INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=4)
 _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
-_INTERPRETER_ROW_SUMS = _INTERPRETER_BWD._replace(split_block=32, target_elems=64)
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
 # under the interpreter two tiles per group, so that small cases already produce several partials.
 # The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
@@ -131,7 +130,7 @@ def block_boundaries() -> tuple[int, ...]:
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._INTERPRETING:
-        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_ROW_SUMS, _GPU_BWD_NARROW16,
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_NARROW16,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
         for low, high in (_NARROW16, _PREFETCH_RMS16, (_DROPOUT_FP32_BLOCK, _DROPOUT_FP32_BLOCK)):
@@ -179,8 +178,6 @@ _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
 # 0.0723 ms, RMSNorm 0.0704, dropout-add-LayerNorm 0.0940, against 0.0900 / 0.0820 / 0.1364 at
 # 4 rows, 8 warps and 2 programs; blocks of 512 were 1.4-2.6x slower, of 2048 within 2-11%.
 _GPU_BWD_COLUMNS = _GPU_BWD._replace(split_block=1024, target_elems=2048, thread_bytes=32)
-# The row-sums kernel's tile (not yet swept: tune_rows.py norm_backward_row_sums).
-_GPU_BWD_ROW_SUMS = _GPU_BWD._replace(split_block=4096, target_elems=4096, thread_bytes=32)
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
@@ -261,15 +258,6 @@ def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.Ro
     if dropout and tile.block < _MIN_DROPOUT_BLOCK:
         tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
     return tile
-
-
-def _row_sums_tile(n: int, dtype: torch.dtype) -> _rows.RowTile:
-    """The row-sums kernel's tile for rows of n elements cut into column blocks: its own on a GPU
-    (a reduction alone, it may take wider blocks than the column kernel); under the interpreter
-    narrower ones than the column kernel's, so that CPU tests sum a different number of blocks
-    than the column kernel has."""
-    limits = _INTERPRETER_ROW_SUMS if interpreting() else _GPU_BWD_ROW_SUMS
-    return _rows.row_tile(n, dtype.itemsize, limits)
 
 
 # fp32 inputs compute in fp64: an fp32 result must come out within about one ulp, as eager's CPU
@@ -687,12 +675,13 @@ def _grad_rows(g, xhat, rstd, c1, c2, RMS: tl.constexpr):
 
 
 @triton.jit
-def _given_row_means(sums_ptr, n_blocks, rows, row_ok, n_rows, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr,
+def _given_row_means(sums_ptr, rows, row_ok, n_rows, n_f, RMS: tl.constexpr, PRECISE: tl.constexpr,
                      COMPUTE: tl.constexpr):
     """c1 and (LayerNorm) c2 of :func:`_row_means` for a row tile, from the per-block row sums that
     :func:`_norm_bwd_row_sums_kernel` wrote (``sums[0, block, row]``: g * xhat, ``sums[1, block,
     row]``: g), added over the blocks in a fixed order. The column kernel has as many blocks as the
     row-sums kernel (one tiling), so the count is its grid's second dimension."""
+    n_blocks = tl.num_programs(1)
     sum_gx = tl.full([rows.shape[0]], 0.0, COMPUTE)
     sum_g = tl.full([rows.shape[0]], 0.0, COMPUTE)
     for j in range(0, n_blocks):
@@ -734,7 +723,7 @@ def _norm_bwd_row_sums_kernel(
 @triton.jit(do_not_specialize=["seed", "threshold"])
 def _norm_bwd_kernel(
     s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, sums_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
-    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, scale_lo, tiles_per_group, n_sum_blocks,
+    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, scale_lo, tiles_per_group,
     s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SUMS_GIVEN: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
@@ -788,7 +777,7 @@ def _norm_bwd_kernel(
         xhat = tl.where(mask, _normalized(s, k, m, rstd, RMS), 0.0)
         g = dy * wv
         if SUMS_GIVEN:
-            c1, c2 = _given_row_means(sums_ptr, n_sum_blocks, rows, row_ok, n_rows, n_f, RMS, PRECISE, COMPUTE)
+            c1, c2 = _given_row_means(sums_ptr, rows, row_ok, n_rows, n_f, RMS, PRECISE, COMPUTE)
         else:
             c1, c2 = _row_means(g * xhat, g, n_f, RMS, PRECISE)
         ds = _grad_rows(g, xhat, rstd, c1, c2, RMS)
@@ -934,23 +923,22 @@ def backward(
     db_part = next(views) if need_dbias else partials
     dxb_part = next(views) if need_dxbias else partials
     sums_given = tile.col_blocks > 1
-    sums_tile = _row_sums_tile(n, dtype) if sums_given else tile
-    row_sums = torch.empty((1 if rms else 2, sums_tile.col_blocks, s_rows.rows) if sums_given else (1,),
+    row_sums = torch.empty((1 if rms else 2, tile.col_blocks, s_rows.rows) if sums_given else (1,),
                            dtype=_stats_dtype(dtype), device=src.device)
     drop = dropout or _NO_DROPOUT
     with _rows.launch_guard(src):
         if sums_given:
-            _norm_bwd_row_sums_kernel[(triton.cdiv(s_rows.rows, sums_tile.rows), sums_tile.col_blocks)](
+            _norm_bwd_row_sums_kernel[(row_tiles, tile.col_blocks)](
                 s_rows.tensor, g_rows.tensor, src if weight is None else weight, stats, row_sums,
                 s_rows.rows, n, w_offset, *s_rows.kernel_args(), *g_rows.kernel_args(),
-                BLOCK=sums_tile.block, ROWS=sums_tile.rows, RMS=rms, HAS_W=weight is not None,
-                COMPUTE=numerics["COMPUTE"], num_warps=sums_tile.num_warps,
+                BLOCK=tile.block, ROWS=tile.rows, RMS=rms, HAS_W=weight is not None, COMPUTE=numerics["COMPUTE"],
+                num_warps=tile.num_warps,
             )
         _norm_bwd_kernel[(groups, tile.col_blocks)](
             s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, row_sums, ds,
             ds if dx is None else dx, dw_part, db_part, dxb_part,
             s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo, tiles_per_group,
-            sums_tile.col_blocks, *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
+            *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SUMS_GIVEN=sums_given, RMS=rms, HAS_W=weight is not None,
             DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
             HAS_DSUM=dsum is not None, PREFETCH=_bwd_prefetch(n, dtype, rms, dropout is not None),
