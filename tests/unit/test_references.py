@@ -118,3 +118,23 @@ def test_bias_gelu_linear_act_and_lora_references_compose_as_documented():
     torch.testing.assert_close(linear_act_ref.linear_act(x, w, bias, "silu"), F.silu(x @ w.T + bias))
     a, b = torch.randn(8, 6, dtype=torch.float64), torch.randn(5, 8, dtype=torch.float64)
     torch.testing.assert_close(lora_ref.lora_linear(x, w, a, b, 0.5), x @ w.T + 0.5 * (x @ a.T) @ b.T)
+
+
+def test_dropout_add_rmsnorm_reference_is_the_formula_on_a_row_with_an_infinity():
+    """A row whose 16-bit sum overflowed (H100 nightly: fp16 x = -14336 kept at p = 0.9): the
+    formula gives 0 at the finite entries and NaN at the infinity, forward and backward, on the
+    kernels' device (ATen's CUDA RMSNorm made the whole row NaN, its CPU kernel did not)."""
+    from kernels._runtime import kernel_device_type
+    from references.dropout_add_norm import dropout_add_norm
+
+    device = kernel_device_type()
+    h = torch.float16
+    x = torch.tensor([[-16160.0, -11176.0, 18720.0, -12272.0, -14336.0]], dtype=h, device=device)
+    residual = torch.tensor([[154.125, -29.34375, -217.875, 56.84375, -108.4375]], dtype=h, device=device)
+    weight = torch.tensor([1.541, -0.2935, -2.18, 0.5684, -1.085], dtype=h, device=device, requires_grad=True)
+    keep = torch.tensor([[False, False, False, False, True]], device=device)
+    y = dropout_add_norm(x, residual, None, weight, None, p=0.9, norm="rms", mask=keep)
+    (grad_weight,) = torch.autograd.grad(y, weight, torch.ones_like(y))
+    for out in (y[0], grad_weight):
+        assert torch.equal(out[:4], torch.zeros(4, dtype=h, device=device)), out
+        assert out[4].isnan()
