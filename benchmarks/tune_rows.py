@@ -296,12 +296,13 @@ TARGETS = {
         {"max_block": (8192, 16384), "split_block": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op("layer_norm", *s) for s in ((1024, 16384, torch.bfloat16), (2048, 16384, torch.float16))),
         save=_save_norm),
-    # the backward of both norms (one kernel); the norm shapes and the short-row ones that trail compile
+    # the backward of both norms for rows within one block (wider rows: norm_backward_columns); the
+    # norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
         lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
-              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16))),
+              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)) if s[1] <= norm._GPU_BWD.max_block),
         save=_save_norm_backward),
     # dropout-add-LayerNorm's backward (the same kernel with DROPOUT): issue 4's fp32 case and bf16
     "dropout_norm_backward": Target(
@@ -332,7 +333,9 @@ TARGETS = {
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
          _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
         save=_save_norm_columns, knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
-    # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile)
+    # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile).
+    # The JSON records each candidate's tile from _GPU_BWD_COLUMNS as given, a single block at these
+    # widths: a columns_from 2048 candidate launches that limits' split_block columns instead.
     "norm_backward_columns_from": Target(
         lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, norm._tile.cache_clear,
         {"columns_from": (None, 2048), "programs_per_sm": (None, 4)},

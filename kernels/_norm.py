@@ -30,7 +30,7 @@ held in registers and written once; the statistics of each row (``K``, ``m``, ``
 for the backward (12 bytes per row). Several short rows share a program. A wider row is streamed
 twice: statistics, then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
 
-Backward (:func:`backward`): one pass over the rows. Each program walks a fixed group of row tiles
+Backward (:func:`backward`): one pass over rows that fit one block. Each program walks a fixed group of row tiles
 and keeps the weight/bias gradient contributions (``dy * xhat``, ``dy``, and for dropout-add-norm
 the gradient of the dropped input's bias) in registers; it writes one partial row per group, and a
 small kernel (:func:`_sum_partials_kernel`) adds the partials of all groups in a fixed order. No
@@ -77,15 +77,16 @@ DTYPES = FLOAT_DTYPES + (torch.float64,)
 # (1024x16384 bf16: 0.033 ms against 0.041), RMSNorm's within 1%.
 # GPU backward: each program holds s, dy and the fp32 gradient accumulators of its block, four
 # arrays of BLOCK, so its single-block limit is 8192. Wider rows are cut into column blocks of
-# split_block (the row-sums kernel, then the column kernel: see the module docstring); the column
-# block is _GPU_BWD_COLUMNS below.
+# split_block (the row-sums kernel, then the column kernel: see the module docstring), with the
+# rows and threads of _GPU_BWD_COLUMNS below.
 # Interpreter: blocks of 64 so that CPU-sized rows (up to ~150 columns) exercise the multi-block
 # paths. The interpreter's cost is per operation executed, nearly flat in the tile size, so the
 # forward packs 16 rows per program (measured: 20 rows of 129 in 160 ms instead of 410 ms with 4
 # rows per program). The backward keeps 4 rows per tile so that CPU cases of a few rows already
-# span several tiles and several row groups (the partial-sum carry and the partials reduction).
+# span several tiles and several row groups (the partials reduction), and rows of over 64 columns
+# take the column kernels.
 _GPU_FWD = _rows.TileLimits(max_block=16384, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=64, max_warps=32)
-_GPU_BWD = _rows.TileLimits(max_block=8192, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=16)
+_GPU_BWD = _rows.TileLimits(max_block=8192, split_block=1024, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=16)
 _INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=4)
 _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
@@ -100,8 +101,8 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 _GPU_BWD_PROGRAMS_PER_SM = 2
 _GPU_BWD_COLUMN_PROGRAMS_PER_SM = 4
 BWD_PROGRAMS_PER_SM: int | None = None
-# Prefetch (rows within one block): a program loads its next row tile before the arithmetic of
-# this one, so that two tiles' loads are in flight; Triton does not pipeline this loop itself
+# Prefetch: a program loads its next row tile before the arithmetic of this one (the GPU rule
+# below prefetches only rows within one block; the interpreter runs it in column blocks too), so that two tiles' loads are in flight; Triton does not pipeline this loop itself
 # (num_stages made no difference). It holds two tiles' inputs in registers, which helps some
 # shapes and hurts others, so the measured rule (_bwd_prefetch) decides. BWD_PREFETCH True or
 # False forces it (a sweep's knob: tune_rows.py norm_backward_groups, norm_backward_prefetch).
@@ -139,7 +140,9 @@ def block_boundaries() -> tuple[int, ...]:
     return tuple(sorted(points))
 
 
-# GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all).
+# GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all; the
+# column kernels' _GPU_BWD_COLUMNS below is not one: rows wider than a block always take it, and
+# tune_rows.py norm_backward_columns varies it).
 # Backward, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py norm_backward;
 # results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
 # * 16-bit rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). LayerNorm 16384 x 1024
@@ -177,7 +180,7 @@ _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
 # 1024 x 16384 bf16: column blocks of 1024, 2 rows a tile, 4 warps, 4 programs an SM. LayerNorm
 # 0.0723 ms, RMSNorm 0.0704, dropout-add-LayerNorm 0.0940, against 0.0900 / 0.0820 / 0.1364 at
 # 4 rows, 8 warps and 2 programs; blocks of 512 were 1.4-2.6x slower, of 2048 within 2-11%.
-_GPU_BWD_COLUMNS = _GPU_BWD._replace(split_block=1024, target_elems=2048, thread_bytes=32)
+_GPU_BWD_COLUMNS = _GPU_BWD._replace(target_elems=2048, thread_bytes=32)
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
@@ -923,8 +926,8 @@ def backward(
     db_part = next(views) if need_dbias else partials
     dxb_part = next(views) if need_dxbias else partials
     sums_given = tile.col_blocks > 1
-    row_sums = torch.empty((1 if rms else 2, tile.col_blocks, s_rows.rows) if sums_given else (1,),
-                           dtype=_stats_dtype(dtype), device=src.device)
+    row_sums = (torch.empty((1 if rms else 2, tile.col_blocks, s_rows.rows), dtype=_stats_dtype(dtype), device=src.device)
+                if sums_given else stats)  # stats: a placeholder the one-block kernel never reads
     drop = dropout or _NO_DROPOUT
     with _rows.launch_guard(src):
         if sums_given:

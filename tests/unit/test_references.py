@@ -120,12 +120,18 @@ def test_bias_gelu_linear_act_and_lora_references_compose_as_documented():
     torch.testing.assert_close(lora_ref.lora_linear(x, w, a, b, 0.5), x @ w.T + 0.5 * (x @ a.T) @ b.T)
 
 
-def test_dropout_add_rmsnorm_reference_is_the_formula_on_a_row_with_an_infinity():
+def test_dropout_add_rmsnorm_reference_is_the_formula_on_a_row_with_an_infinity(monkeypatch):
     """A row whose 16-bit sum overflowed (H100 nightly: fp16 x = -14336 kept at p = 0.9): the
     formula gives 0 at the finite entries and NaN at the infinity, forward and backward, on the
-    kernels' device (ATen's CUDA RMSNorm made the whole row NaN, its CPU kernel did not)."""
+    kernels' device (ATen's CUDA RMSNorm made the whole row NaN; its CPU kernel did not, so
+    ``F.rms_norm`` is made to raise, and a reference that calls it fails on any device)."""
     from kernels._runtime import kernel_device_type
     from references.dropout_add_norm import dropout_add_norm
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the reference called F.rms_norm, whose CUDA kernel NaNs a row holding an infinity")
+
+    monkeypatch.setattr(torch.nn.functional, "rms_norm", refused)
 
     device = kernel_device_type()
     h = torch.float16
