@@ -74,7 +74,8 @@ def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu, monkeypatc
     norm._tile.cache_clear()  # as the sweep does between candidates
     for n in (2048, 8192):
         tile = norm._tile(n, torch.bfloat16, True, False)
-        assert (tile.block, tile.col_blocks) == (norm._GPU_BWD_COLUMNS.split_block, n // norm._GPU_BWD_COLUMNS.split_block)
+        block = norm._GPU_BWD_COLUMNS.split_block
+        assert (tile.block, tile.col_blocks) == (block, n // block)
         assert not norm._bwd_prefetch(n, torch.bfloat16, True, False)
     assert norm._tile(1024, torch.bfloat16, True, False).col_blocks == 1
 
