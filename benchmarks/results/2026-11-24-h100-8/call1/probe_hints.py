@@ -138,7 +138,7 @@ def ncu() -> None:
     import kernels.softmax as softmax
     mods = {"bias_gelu": bias_gelu, "layer_norm": layer_norm, "softmax": softmax}
     dev = torch.device("cuda")
-    wanted = ("bias_gelu none bf16 8192x16384", "layer_norm bf16 65536x256", "softmax torch.float32 32768x128")
+    wanted = ("bias_gelu none bf16 8192x16384", "glu silu bf16 8192x16384", "layer_norm bf16 65536x256", "softmax torch.float32 32768x128")
     runs = []
     for label, (rows, cols, dtype), make, kernel, reference, _ in ops():
         if label not in wanted:
