@@ -375,7 +375,7 @@ TARGETS = {
     # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
-        {"max_block": (1024, 2048, 4096), "target_elems": (4096, 8192, 16384), "thread_bytes": (16, 32, 64)},
+        {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
          _swiglu_op(8192, 11008, torch.bfloat16), _add_mul_relu_op(65536, 512, torch.float32),
          _add_mul_relu_op(262144, 1024, torch.float32))),

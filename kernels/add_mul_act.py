@@ -109,7 +109,7 @@ def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
     tile = _rows.row_tile(xl.n, x.element_size(), _rows.elementwise_limits())
     with _rows.launch_guard(x):
-        _add_mul_act_fwd_kernel[(triton.cdiv(xl.rows, tile.rows), tile.col_blocks)](
+        _add_mul_act_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,
             *xl.kernel_args(), *yl.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,

@@ -88,7 +88,7 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
     xl = _rows.row_layout(x)
     tile = _rows.row_tile(xl.n, x.element_size(), _rows.elementwise_limits())
     with _rows.launch_guard(x):
-        _bias_gelu_fwd_kernel[(triton.cdiv(xl.rows, tile.rows), tile.col_blocks)](
+        _bias_gelu_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
             num_warps=tile.num_warps,

@@ -68,7 +68,7 @@ def _glu_bwd_kernel(
 
 def _launch_grid(layout: _rows.RowLayout, elem_size: int):
     tile = _rows.row_tile(layout.n, elem_size, _rows.elementwise_limits())
-    return tile, (triton.cdiv(layout.rows, tile.rows), tile.col_blocks)
+    return tile, _rows.tile_grid(layout.rows, tile)
 
 
 def _forward(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
