@@ -4,8 +4,8 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-tiling; their backward's grid with grad_bias, ``elementwise_backward``); and time what softmax's
-fp32 numerics cost.
+forward tiling, ``elementwise``; their backward's grid with grad_bias, ``elementwise_backward``);
+and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -362,7 +362,7 @@ TARGETS = {
     # the activation kernels' backward with grad_bias (bias_gelu, add_mul_act, linear_act's grad_z
     # pass): programs per SM, each walking its group of row tiles and writing one partial row
     "elementwise_backward": Target(
-        lambda: _rows.ELEMENTWISE_GPU_LIMITS, lambda limits: None, lambda: None,
+        lambda: _rows.ELEMENTWISE_BACKWARD_GPU_LIMITS, lambda limits: None, lambda: None,
         {"programs_per_sm": (None, 2, 3, 4, 8, 16)},  # None: as many as an SM holds (production)
         (_bias_gelu_backward_op("tanh", 8192, 16384, torch.bfloat16),
          _bias_gelu_backward_op("tanh", 16384, 4096, torch.float16),
@@ -372,7 +372,8 @@ TARGETS = {
          _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
         knobs={"programs_per_sm": (_activations, "GPU_PROGRAMS_PER_SM")}),
-    # bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101% now: must not regress)
+    # the forward tiling: bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101%
+    # now: must not regress)
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},

@@ -566,7 +566,7 @@ def _norm_fwd_kernel(
     x_inner, x_so, x_si, r_inner, r_so, r_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
-    STORE_SUM: tl.constexpr, STORE_MASK: tl.constexpr,
+    STORE_SUM: tl.constexpr, STORE_MASK: tl.constexpr, STORE_STATS: tl.constexpr,
     COMPUTE: tl.constexpr, ACC: tl.constexpr, PRECISE: tl.constexpr,  # ACC: backward only
 ):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
@@ -610,9 +610,10 @@ def _norm_fwd_kernel(
             seen += count
         m += m_err
     rstd = _stats_finish(sq, n_f, eps, PRECISE)
-    tl.store(stats_ptr + rows, k, mask=row_ok)
-    tl.store(stats_ptr + n_rows + rows, m, mask=row_ok)
-    tl.store(stats_ptr + 2 * n_rows + rows, rstd, mask=row_ok)
+    if STORE_STATS:
+        tl.store(stats_ptr + rows, k, mask=row_ok)
+        tl.store(stats_ptr + n_rows + rows, m, mask=row_ok)
+        tl.store(stats_ptr + 2 * n_rows + rows, rstd, mask=row_ok)
 
     if not SPLIT:
         y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)
@@ -833,23 +834,26 @@ def _sum_partials_kernel(part_ptr, out_ptr, n_groups, n_cols,
 
 class Forward(NamedTuple):
     """What :func:`forward` produced. ``s``: the normalised rows (dropout-add-norm only, else None);
-    ``mask``: the keep-mask (when asked); ``stats``: (3, rows) K, m, rstd for the backward."""
+    ``mask``: the keep-mask (when asked); ``stats``: (3, rows) K, m, rstd for the backward (None
+    when not stored)."""
 
     y: torch.Tensor
     s: torch.Tensor | None
     mask: torch.Tensor | None
-    stats: torch.Tensor
+    stats: torch.Tensor | None
 
 
 def forward(
     x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, *, eps: float, rms: bool,
     w_offset: float = 0.0, residual: torch.Tensor | None = None, xbias: torch.Tensor | None = None,
-    dropout: Dropout | None = None, store_sum: bool = False, store_mask: bool = False,
+    dropout: Dropout | None = None, store_sum: bool = False, store_mask: bool = False, store_stats: bool = True,
 ) -> Forward:
     """Normalise the rows of ``x`` (or of ``dropout(x + xbias) + residual`` when ``dropout`` is given).
 
     Inputs are validated by the caller. ``store_sum`` asks for s (dropout-add-norm; always stored
-    when a row spans several blocks, since the second pass reads it back).
+    when a row spans several blocks, since the second pass reads it back). ``store_stats=False``
+    (no backward to come) leaves the row statistics unwritten and ``stats`` None: 12 bytes a row,
+    1.2% of LayerNorm's traffic at rows of 256 16-bit elements.
     """
     dropout_add = dropout is not None
     n = x.shape[-1]
@@ -857,7 +861,7 @@ def forward(
     weight, bias, xbias = (v.contiguous() if v is not None else None for v in (weight, bias, xbias))
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     src = _rows.row_layout(x)
-    stats = torch.empty((3, src.rows), dtype=_stats_dtype(x.dtype), device=x.device)
+    stats = torch.empty((3, src.rows), dtype=_stats_dtype(x.dtype), device=x.device) if store_stats else None
     tile = _tile(n, x.dtype, backward=False, dropout=dropout_add)
     split = tile.col_blocks > 1
     store_sum = dropout_add and (store_sum or split)
@@ -870,12 +874,14 @@ def forward(
     with _rows.launch_guard(x):
         _norm_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
             src.tensor, res.tensor, x if xbias is None else xbias, x if weight is None else weight,
-            x if bias is None else bias, y, y if s is None else s, y if mask is None else mask, stats,
+            x if bias is None else bias, y, y if s is None else s, y if mask is None else mask,
+            y if stats is None else stats,
             src.rows, n, float(n), eps, w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo,
             *src.kernel_args(), *res.kernel_args(),
             BLOCK=tile.block, ROWS=tile.rows, SPLIT=split, RMS=rms, HAS_W=weight is not None,
             HAS_B=bias is not None, DROPOUT_ADD=dropout_add, HAS_XBIAS=xbias is not None, DRAW=drop.threshold >= 0,
-            STORE_SUM=store_sum, STORE_MASK=store_mask, num_warps=tile.num_warps, **_numerics(x.dtype),
+            STORE_SUM=store_sum, STORE_MASK=store_mask, STORE_STATS=store_stats, num_warps=tile.num_warps,
+            **_numerics(x.dtype),
         )
     return Forward(y, s, mask, stats)
 

@@ -445,14 +445,18 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
     return interpreter if _INTERPRETING else gpu
 
 
-# The elementwise kernels' tiling (add_mul_act, bias_gelu, glu): whole rows up to 1024 columns a
-# block, 4096 elements a program, 8 warps (32 bytes of input a thread for 16-bit inputs, 64 for
-# fp32, where the 8-warp cap binds). The H100 sweep (benchmarks/tune_rows.py) measured: add_mul_act
-# fp32 at 96-101% of copy bandwidth, unchanged; bf16 bias-GELU and SwiGLU up to 2.6% faster than
-# with 4 warps.
+# The elementwise kernels' forward tiling (add_mul_act, bias_gelu, glu): whole rows up to 1024
+# columns a block, 2048 elements a program, 32 bytes of input a thread (4 warps for 16-bit inputs,
+# 8 for fp32). Swept on the H100 in column-block order (results/2026-11-24-h100-8, calls 3 and 5, 100
+# repetitions): exact bias-GELU bf16 at 8192 x 16384 0.1826 ms against 0.1885 with 4096 elements
+# a program (a same-size copy: 0.1816), tanh and SwiGLU level (within 0.3%), fp32 add_mul_act
+# within 0.5% at every tile.
 ELEMENTWISE_GPU_LIMITS = TileLimits(
-    max_block=1024, split_block=1024, target_elems=4096, max_rows=64, thread_bytes=32, max_warps=8
+    max_block=1024, split_block=1024, target_elems=2048, max_rows=64, thread_bytes=32, max_warps=8
 )
+# Their backward kernels keep the tile they were swept on (4096 elements a program, 8 warps for
+# 16-bit inputs; results/2026-11-24-h100-4): their grids of programs per SM were tuned for it.
+ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4096)
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
 # mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
@@ -462,6 +466,12 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 )
 
 
-def elementwise_limits() -> TileLimits:
-    """The elementwise tiling for the current backend."""
-    return limits_for_backend(ELEMENTWISE_GPU_LIMITS, ELEMENTWISE_INTERPRETER_LIMITS)
+def elementwise_limits(backward: bool = False) -> TileLimits:
+    """The elementwise tiling of a forward (or ``backward``) kernel for the current backend."""
+    return limits_for_backend(ELEMENTWISE_BACKWARD_GPU_LIMITS if backward else ELEMENTWISE_GPU_LIMITS,
+                              ELEMENTWISE_INTERPRETER_LIMITS)
+
+
+def elementwise_block_boundaries() -> tuple[int, ...]:
+    """Row lengths where the forward's or the backward's elementwise tiling changes."""
+    return tuple(sorted(set(block_boundaries(elementwise_limits())) | set(block_boundaries(elementwise_limits(True)))))

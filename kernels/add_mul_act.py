@@ -42,7 +42,7 @@ ACTIVATIONS = ("relu", "sigmoid", "silu", "gelu_tanh")
 
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths (N) where this kernel's tiling changes on the current backend (for test shapes)."""
-    return _rows.block_boundaries(_rows.elementwise_limits())
+    return _rows.elementwise_block_boundaries()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     if grad_x.numel() == 0:
         return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)
     xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
-    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
+    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits(backward=True))
     row_tiles = triton.cdiv(xl.rows, tile.rows)
     bias = bias.contiguous()
     partials = _activations.launch_bias_grad(

@@ -38,7 +38,7 @@ _ACT = {"none": "gelu", "tanh": "gelu_tanh"}
 
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths (N) where the tiling changes on the current backend (for test shapes)."""
-    return _rows.block_boundaries(_rows.elementwise_limits())
+    return _rows.elementwise_block_boundaries()
 
 
 @triton.jit
@@ -103,7 +103,7 @@ def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch
     if grad_x.numel() == 0:
         return grad_x, torch.zeros((1, n), dtype=torch.float64, device=x.device)
     xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
-    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits())
+    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits(backward=True))
     row_tiles = triton.cdiv(xl.rows, tile.rows)
     bias = bias.contiguous()
     partials = _activations.launch_bias_grad(

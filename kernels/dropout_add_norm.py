@@ -113,8 +113,8 @@ def dropout_add_norm(
     tensors = (x, residual, bias, weight, norm_bias)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
         outputs = _DropoutAddNorm.apply(*tensors, dropout, rms, eps, prenorm, return_mask)
-    else:  # no graph: skip autograd's overhead, and write s only when it is returned
+    else:  # no graph: skip autograd's overhead and the statistics, and write s only when it is returned
         result = _norm.forward(x, weight, norm_bias, eps=eps, rms=rms, residual=residual, xbias=bias,
-                               dropout=dropout, store_sum=prenorm, store_mask=return_mask)
+                               dropout=dropout, store_sum=prenorm, store_mask=return_mask, store_stats=False)
         outputs = (result.y,) + ((result.s,) if prenorm else ()) + ((result.mask,) if return_mask else ())
     return outputs[0] if len(outputs) == 1 else tuple(outputs)

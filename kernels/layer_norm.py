@@ -67,4 +67,5 @@ def layer_norm(
     eps = check_arguments(x, weight, bias, eps)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
         return _LayerNorm.apply(x, weight, bias, eps)
-    return _norm.forward(x, weight, bias, eps=eps, rms=False).y  # no graph: skip autograd's overhead
+    # no graph: skip autograd's overhead and the statistics no backward will read
+    return _norm.forward(x, weight, bias, eps=eps, rms=False, store_stats=False).y
