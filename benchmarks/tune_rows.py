@@ -4,8 +4,8 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-forward tiling, ``elementwise``; their backward's grid with grad_bias, ``elementwise_backward``);
-and time what softmax's fp32 numerics cost.
+forward tiling, ``elementwise``, and one for fp32 results, ``elementwise_fp32``; their backward's
+grid with grad_bias, ``elementwise_backward``); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -22,7 +22,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
-        [elementwise_backward]
+        [elementwise_fp32] [elementwise_backward]
 """
 
 from __future__ import annotations
@@ -130,6 +130,10 @@ def _save_norm_columns():
 
 def _set_elementwise(limits):
     _rows.ELEMENTWISE_GPU_LIMITS = limits
+
+
+def _set_elementwise_fp32(limits):
+    _rows.ELEMENTWISE_PRECISE_GPU_LIMITS = limits
 
 
 def _with_vectors(count):
@@ -372,13 +376,19 @@ TARGETS = {
          _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
         knobs={"programs_per_sm": (_activations, "GPU_PROGRAMS_PER_SM")}),
-    # the forward tiling: bias-GELU both forms, SwiGLU, and the add_mul_act peer shapes (96-101%
-    # now: must not regress)
+    # the 16-bit forward tiling: bias-GELU both forms and SwiGLU
     "elementwise": Target(
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
-         _swiglu_op(8192, 11008, torch.bfloat16), _add_mul_relu_op(65536, 512, torch.float32),
+         _bias_gelu_op("none", 16384, 3072, torch.float16), _swiglu_op(8192, 11008, torch.bfloat16))),
+    # the fp32 forward tiling (activations in fp64), and the add_mul_act fp32 peer shapes (relu, no
+    # fp64: 96-101% of copy bandwidth, must not regress)
+    "elementwise_fp32": Target(
+        lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, lambda: None,
+        {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
+        (_bias_gelu_op("none", 4096, 16384, torch.float32), _bias_gelu_op("tanh", 4096, 16384, torch.float32),
+         _swiglu_op(4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
          _add_mul_relu_op(262144, 1024, torch.float32))),
 }
 

@@ -454,6 +454,12 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
 ELEMENTWISE_GPU_LIMITS = TileLimits(
     max_block=1024, split_block=1024, target_elems=2048, max_rows=64, thread_bytes=32, max_warps=8
 )
+# fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes: the H100
+# sweep ran them fastest with programs of one 1024-wide row and 4 elements a thread (8 warps;
+# results/2026-11-24-h100-8, call 7): at 4096 x 16384, exact bias-GELU 0.3906 ms against 0.4086
+# with the 16-bit tile, tanh 0.2546 against 0.3181; SwiGLU at 4096 x 11008 0.2008 against 0.2208;
+# add_mul_act's relu (no fp64) within 1% at every tile.
+ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # Their backward kernels keep the tile they were swept on (4096 elements a program, 8 warps for
 # 16-bit inputs; results/2026-11-24-h100-4): their grids of programs per SM were tuned for it.
 ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4096)
@@ -466,12 +472,18 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 )
 
 
-def elementwise_limits(backward: bool = False) -> TileLimits:
-    """The elementwise tiling of a forward (or ``backward``) kernel for the current backend."""
-    return limits_for_backend(ELEMENTWISE_BACKWARD_GPU_LIMITS if backward else ELEMENTWISE_GPU_LIMITS,
-                              ELEMENTWISE_INTERPRETER_LIMITS)
+def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits:
+    """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
+    backend (fp32 forwards, evaluated in fp64, have their own)."""
+    if backward:
+        gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
+    else:
+        gpu = ELEMENTWISE_PRECISE_GPU_LIMITS if dtype == torch.float32 else ELEMENTWISE_GPU_LIMITS
+    return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 
 def elementwise_block_boundaries() -> tuple[int, ...]:
-    """Row lengths where the forward's or the backward's elementwise tiling changes."""
-    return tuple(sorted(set(block_boundaries(elementwise_limits())) | set(block_boundaries(elementwise_limits(True)))))
+    """Row lengths where any elementwise tiling (forward, fp32 forward, backward) changes."""
+    tilings = (elementwise_limits(torch.float16), elementwise_limits(torch.float32),
+               elementwise_limits(torch.float16, backward=True))
+    return tuple(sorted(set().union(*(block_boundaries(limits) for limits in tilings))))
