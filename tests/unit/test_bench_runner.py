@@ -1,4 +1,5 @@
-"""The benchmark runner's plumbing, on the CPU: real inputs and calls, a fake clock.
+"""The benchmark runner's plumbing with real inputs and calls and a fake clock, on the kernels'
+device (the interpreter on a CPU machine; a GPU runner's ``pytest -n auto`` runs them on CUDA).
 
 Timing itself needs a GPU; everything around it (cases at benchmark shapes, forward and
 forward+backward calls for every implementation, the re-check, bytes and roofline arithmetic,
@@ -17,7 +18,10 @@ from harness.registry import load_specs
 from harness.report import validate_results
 from harness.report.html import html_report
 from harness.spec import BenchShape, SpecError
+from kernels._runtime import kernel_device_type
 from tests.unit.test_report import make_results
+
+_DEVICE = torch.device(kernel_device_type())  # where the kernels accept their inputs
 
 
 @pytest.fixture
@@ -50,7 +54,7 @@ def _small(spec_name, dims, dtype, scalars=None):
 ])
 def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims, dtype, scalars):
     spec = _small(name, dims, dtype, scalars)
-    records = runner.bench_spec(spec, torch.device("cpu"), Roofline(copy_gbps=1000.0, matmul_tflops=100.0),
+    records = runner.bench_spec(spec, _DEVICE, Roofline(copy_gbps=1000.0, matmul_tflops=100.0),
                                 quick=True, plan=runner.TimingPlan(repetitions=12, input_sets=2))
     assert runner.SAME_SIZE_COPY in fake_clock  # timed, and not reported as an implementation
     assert {(r["pass"], r["implementation"]) for r in records} == {
@@ -69,7 +73,7 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
 def test_recheck_catches_a_kernel_that_skips_work(fake_clock):
     spec = _small("softmax", {"rows": 3, "cols": 50}, "float32")
     lazy = dataclasses.replace(spec, implementations={"triton": lambda x: torch.empty_like(x).fill_(0.02)})
-    records = runner.bench_spec(lazy, torch.device("cpu"), None, quick=True,
+    records = runner.bench_spec(lazy, _DEVICE, None, quick=True,
                                 plan=runner.TimingPlan(repetitions=12, input_sets=1))
     lazy_fwd = [r for r in records if r["implementation"] == "triton" and r["pass"] == "forward"]
     assert lazy_fwd and all(r["recheck"] == "failed" and "OVER budget" in r["recheck_detail"] for r in lazy_fwd)
@@ -124,7 +128,7 @@ def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_
     spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
     wrong_peer = lambda x: torch.zeros_like(x)  # noqa: E731 - a peer's output is not the harness's to judge
     spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": wrong_peer}))
-    records = runner.bench_spec(spec, torch.device("cpu"), None, quick=True,
+    records = runner.bench_spec(spec, _DEVICE, None, quick=True,
                                 plan=runner.TimingPlan(repetitions=12, input_sets=1))
     peer = [r for r in records if r["implementation"] == "library"]
     assert len(peer) == 2 and all(r["peer"] and r["recheck"] == "n/a" for r in peer)
@@ -158,13 +162,13 @@ def test_a_shape_that_raises_is_recorded_and_the_sweep_goes_on(fake_clock):
     spec = dataclasses.replace(spec, implementations={"triton": flaky},
                                perf=dataclasses.replace(spec.perf, shapes=shapes))
     errors: list[str] = []
-    records = runner.bench_spec(spec, torch.device("cpu"), None, quick=True,
+    records = runner.bench_spec(spec, _DEVICE, None, quick=True,
                                 plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors)
     assert failing_first["n"] >= 1
     assert errors == ["softmax {'rows': 3, 'cols': 40} float32: raised OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
     assert {r["shape"]["rows"] for r in records} == {2}, "the next shape is still benchmarked"
     with pytest.raises(torch.OutOfMemoryError):  # without an errors list, the error propagates
-        runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
+        runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
 
 
 def _two_shapes(fn_for_rows):
@@ -187,7 +191,7 @@ def test_a_stuck_shape_is_stopped_at_its_time_limit_and_named(fake_clock):
 
     errors: list[str] = []
     start = time_.monotonic()
-    records = runner.bench_spec(_two_shapes(stuck_on_3), torch.device("cpu"), None, quick=True,
+    records = runner.bench_spec(_two_shapes(stuck_on_3), _DEVICE, None, quick=True,
                                 plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors, shape_timeout_s=1.5)
     assert time_.monotonic() - start < 20
     (error,) = errors
@@ -206,7 +210,7 @@ def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
     spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, shapes=spec.perf.shapes + spec.perf.shapes[1:]))
     errors, not_run = [], []
     with pytest.raises(runner.BenchInterrupted) as stop:
-        runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1),
+        runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1),
                           errors=errors, not_run=not_run)
     assert {r["shape"]["rows"] for r in stop.value.records} == {3}
     assert errors == ["softmax {'rows': 2, 'cols': 24} float32: interrupted"]
@@ -229,5 +233,5 @@ def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_li
     spec = load_specs()["softmax"]
     shapes = tuple(BenchShape({"rows": 2, "cols": 8 + k}, "float32", quick=True) for k in range(6))
     spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, shapes=shapes))
-    runner.bench_spec(spec, torch.device("cpu"), None, quick=True, plan=runner.TimingPlan(repetitions=2, input_sets=1))
+    runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=2, input_sets=1))
     assert {(2, 8 + k) for k in range(6)} <= set(compiled_for)

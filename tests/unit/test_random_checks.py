@@ -20,6 +20,7 @@ from harness.checks import run_check
 from harness.layouts import Layout
 from harness.random_checks import ALPHA, SEEDS, binomial_p_value, failed, mask_statistics, shifts
 from harness.spec import Dim, KernelSpec, RandomSpec, TensorArg
+from kernels._runtime import kernel_device_type
 
 # ---- a toy random kernel, its reference and its broken variants ---------------------------------
 
@@ -333,7 +334,7 @@ def _real_results(monkeypatch, of=None, checks=("forward", "backward", "dropout"
         monkeypatch.setattr(_norm.Dropout, "of", classmethod(lambda cls, p, seed: of(original, p, seed)))
     spec, real = _real_case(**case_args)
     fn = spec.implementations["triton"].load()
-    return {check: run_check(spec, fn, check, real, "cpu").passed for check in checks}
+    return {check: run_check(spec, fn, check, real, kernel_device_type()).passed for check in checks}
 
 
 def test_real_kernel_passes(monkeypatch):
