@@ -27,7 +27,7 @@ from harness.bench.timing import TimingPlan, median, time_interleaved
 from references.dlrm_interaction import dlrm_interaction as reference
 
 SHAPES = {torch.float16: ((65536, 26, 128), (65536, 26, 64), (65536, 26, 16), (8192, 26, 128)),
-          torch.float32: ((65536, 26, 64), (65536, 26, 16))}
+          torch.float32: ((65536, 26, 64), (65536, 26, 16), (65536, 26, 128))}
 BLOCK_B = (1, 2, 4, 8)
 WARPS = (1, 2, 4, 8)
 KERNELS = ("forward", "backward")
