@@ -93,15 +93,24 @@ PARTIAL_TERMS = tl.constexpr(16)
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
 # fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 1 warp, the backward
-# at 2. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}:
+# at 1-8 by its tile. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}:
 # 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose
 # second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps.
 # The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
 # warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
-# The backward sweep (tune_dlrm.py float32 backward; results/2026-11-24-h100-5, call 3):
-# 0.6309 / 0.1635 ms against 0.6863 / 0.2593 for the shared tile (4 warps: 0.6219 / 0.2099).
+# The backward's warps grow with its tile (BLOCK_T x BLOCK_D), _gpu_fp32_backward_warps: one sample
+# at 65536 x 26 x {16, 64, 128} (results/2026-11-24-h100-8, calls 12 and 13) ran 0.1455 / 0.6289 /
+# 1.4934 ms at 1 / 2 / 8 warps, against 0.1638 / 0.6289 / 2.0957 at the 2 warps it took before
+# (those spilled 8688 bytes at dim 128 with the H100's Triton 3.6). Faster but spilling with that
+# Triton, and so not taken: 1 warp at dim 64 (0.5669 ms, 1508 bytes), 4 at dim 128 (1.3619, 16).
 _GPU_FP32_BLOCK_B = 1
-_GPU_FP32_WARPS = {"forward": 1, "backward": 2}
+_GPU_FP32_FORWARD_WARPS = 1
+
+
+def _gpu_fp32_backward_warps(block_t: int, block_d: int) -> int:
+    """Warps of fp32's one-sample backward (above): 1 up to 512 elements of Z a tile, 2 up to 2048, 8 past."""
+    elems = block_t * block_d
+    return 1 if elems <= 512 else 2 if elems <= 2048 else 8
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 # fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
@@ -136,7 +145,8 @@ def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tupl
         block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
                                                max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
         if block_t <= 32:
-            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_WARPS[kernel]
+            warps = _GPU_FP32_FORWARD_WARPS if kernel == "forward" else _gpu_fp32_backward_warps(block_t, block_d)
+            return _GPU_FP32_BLOCK_B, block_t, block_d, warps
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
