@@ -17,8 +17,9 @@ relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bia
 fp64 and evaluate the activation there: rounding z to fp32 first costs up to ~2 ulp of the result
 in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z), which eager
 on the H100 did not show at that element, so the kernel failed at 2.05x eager's envelope. The tiling is
-add_mul_act's (``kernels/_rows.py``): whole rows up to 1024 columns per block, several rows per
-program, strided leading dimensions read in place.
+every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns, several
+short rows a program, programs in column-block order (``_rows.tile``), strided leading dimensions
+read in place.
 """
 
 from __future__ import annotations
