@@ -445,12 +445,12 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
     return interpreter if _INTERPRETING else gpu
 
 
-# The elementwise kernels' forward tiling (add_mul_act, bias_gelu, glu): whole rows up to 1024
-# columns a block, 2048 elements a program, 32 bytes of input a thread (4 warps for 16-bit inputs,
-# 8 for fp32). Swept on the H100 in column-block order (results/2026-11-24-h100-8, calls 3 and 5, 100
+# The elementwise kernels' forward tiling for 16-bit rows (add_mul_act, bias_gelu, glu): whole
+# rows up to 1024 columns a block, 2048 elements a program, 32 bytes of input a thread (4 warps).
+# Swept on the H100 in column-block order (results/2026-11-24-h100-8, calls 3 and 5, 100
 # repetitions): exact bias-GELU bf16 at 8192 x 16384 0.1826 ms against 0.1885 with 4096 elements
-# a program (a same-size copy: 0.1816), tanh and SwiGLU level (within 0.3%), fp32 add_mul_act
-# within 0.5% at every tile.
+# a program (a same-size copy: 0.1816), tanh and SwiGLU level (within 0.3%). fp32 rows take the
+# limits below.
 ELEMENTWISE_GPU_LIMITS = TileLimits(
     max_block=1024, split_block=1024, target_elems=2048, max_rows=64, thread_bytes=32, max_warps=8
 )
@@ -458,15 +458,17 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # sweep ran them fastest with programs of one 1024-wide row and 4 elements a thread (8 warps;
 # results/2026-11-24-h100-8, call 7): at 4096 x 16384, exact bias-GELU 0.3906 ms against 0.4086
 # with the 16-bit tile, tanh 0.2546 against 0.3181; SwiGLU at 4096 x 11008 0.2008 against 0.2208;
-# add_mul_act's relu (no fp64) within 1% at every tile.
+# add_mul_act's relu (only its sum in fp64, no fp64 activation) within 1% at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
-# Their backward kernels keep the tile they were swept on (4096 elements a program, 8 warps for
-# 16-bit inputs; results/2026-11-24-h100-4): their grids of programs per SM were tuned for it.
+# Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
+# inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
+# glu's backward, which has no such grid, was not swept.
 ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4096)
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
-# split path, and 4 rows per program for blocks of 64 (as the GPU's 4 rows of 1024), so programs
-# mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and 4 rows
-# a program make a CPU run 3-4x faster than 1.
+# split path, and 4 rows per program for blocks of 64 (as the GPU's backward: 4 rows of 1024), so
+# programs mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and
+# 4 rows a program make a CPU run 3-4x faster than 1. (The GPU's one-row fp32 forward tile takes
+# the same code with ROWS = 1.)
 ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
     max_block=64, split_block=64, target_elems=256, max_rows=8, thread_bytes=64, max_warps=4
 )

@@ -18,8 +18,8 @@ fp64 and evaluate the activation there: rounding z to fp32 first costs up to ~2 
 in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z), which eager
 on the H100 did not show at that element, so the kernel failed at 2.05x eager's envelope. The tiling is
 every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns, several
-short rows a program, programs in column-block order (``_rows.tile``), strided leading dimensions
-read in place.
+short rows a program, forward programs in column-block order (``_rows.tile``), strided leading
+dimensions read in place.
 """
 
 from __future__ import annotations

@@ -93,8 +93,8 @@ PARTIAL_TERMS = tl.constexpr(16)
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
 # fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 1 warp, the backward
-# at 1-8 by its tile. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}:
-# 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose
+# at 1-8 by its tile. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x
+# {64, 16}: 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose
 # second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps.
 # The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
 # warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
@@ -103,14 +103,9 @@ _GPU_FWD16_WARPS = 2
 # 1.4934 ms at 1 / 2 / 8 warps, against 0.1638 / 0.6289 / 2.0957 at the 2 warps it took before
 # (those spilled 8688 bytes at dim 128 with the H100's Triton 3.6). Faster but spilling with that
 # Triton, and so not taken: 1 warp at dim 64 (0.5669 ms, 1508 bytes), 4 at dim 128 (1.3619, 16).
+# Measured at 32 rows of Z; tiles of 16 rows take the same warps by their element count.
 _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_FORWARD_WARPS = 1
-
-
-def _gpu_fp32_backward_warps(block_t: int, block_d: int) -> int:
-    """Warps of fp32's one-sample backward (above): 1 up to 512 elements of Z a tile, 2 up to 2048, 8 past."""
-    elems = block_t * block_d
-    return 1 if elems <= 512 else 2 if elems <= 2048 else 8
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 # fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
@@ -125,6 +120,13 @@ UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
 # less time than with TF32's (8 products 16 deep an instruction against 6 of 8; call 2), at a lower
 # error.
 _PIECE = tl.constexpr("bf16")
+
+
+def _gpu_fp32_backward_warps(block_t: int, block_d: int) -> int:
+    """Warps of fp32's one-sample backward (above): 1 up to 512 elements of Z a tile, 2 up to 2048,
+    8 past."""
+    elems = block_t * block_d
+    return 1 if elems <= 512 else 2 if elems <= 2048 else 8
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:

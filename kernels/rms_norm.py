@@ -74,4 +74,5 @@ def rms_norm(
     eps, weight_offset = check_arguments(x, weight, eps, weight_offset)
     if torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)):
         return _RMSNorm.apply(x, weight, eps, weight_offset)
-    return _norm.forward(x, weight, None, eps=eps, rms=True, w_offset=weight_offset, store_stats=False).y
+    # no graph: skip autograd's overhead; the statistics are stored all the same, as LayerNorm's
+    return _norm.forward(x, weight, None, eps=eps, rms=True, w_offset=weight_offset).y

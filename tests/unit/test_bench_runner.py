@@ -125,6 +125,8 @@ def test_judge_divides_out_the_drift_its_references_measure(kernel_ms, reference
     assert v["drift"] == pytest.approx(drift) if drift is not None else v["drift"] is None
     if reference_ms:
         assert ("divided out" if drift else "judged as measured") in v["reason"]
+    if len(reference_ms) == 2 and max(reference_ms.values()) < 1.05 and drift is None:
+        assert "references disagree" in v["reason"]  # not the "moved too far" branch
 
 
 def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_clock):

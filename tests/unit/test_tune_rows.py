@@ -77,6 +77,7 @@ def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypa
     # one launch under every candidate's name
     monkeypatch.setattr(_rows, "_INTERPRETING", False)
     target = tune_rows.TARGETS[name]
+    assert target.ops
     base = target.get()
     marked = base._replace(max_rows=3)
     target.put(marked)
