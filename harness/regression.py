@@ -52,10 +52,10 @@ call 11). The kernel's samples are therefore divided by the geometric mean of it
 ratios before the rule above is applied, and the reason says by how much. References that moved
 more than ``MAX_DRIFT`` are not taken for drift (something else changed), nor references that
 disagree by more than ``MAX_DRIFT_DISAGREEMENT`` (the default rule's δ): a machine moves all of
-them alike, and one moving alone moved itself. On the H100, torch.compile's dropout-add-LayerNorm ran 4.6% faster than
-its baseline while eager was level (+0.1%), and dividing by their mean flagged the unchanged
-kernel (+0.5% as measured) as 2.8% slower (results/2026-11-24-h100-8, call 7). The kernel is
-then judged as measured, and the reason says that too.
+them alike, and one moving alone moved itself. On the H100, torch.compile's dropout-add-LayerNorm
+ran 4.6% faster than its baseline while eager was level (+0.1%), and dividing by their mean
+flagged the unchanged kernel (+0.5% as measured) as 2.8% slower (results/2026-11-24-h100-8, call
+7). The kernel is then judged as measured, and the reason says that too.
 
 The interval is a percentile bootstrap (``rule.resamples`` resamples of each side, independently)
 drawn from ``numpy.random.default_rng(rule.seed)``, so the same inputs always give the same

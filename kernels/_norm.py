@@ -28,8 +28,8 @@ forward kernel and one backward kernel serve all of them, specialised by ``tl.co
 Forward (:func:`forward`): a row that fits one block (up to 16384 columns on a GPU) is read once,
 held in registers and written once; the statistics of each row (``K``, ``m``, ``rstd``) are stored
 for the backward (3 values a row in the statistics' dtype), unless no backward will read them
-(``store_stats``). Several short rows share a program. A wider row is streamed
-twice: statistics, then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
+(``store_stats``). Several short rows share a program. A wider row is streamed twice: statistics,
+then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
 
 Backward (:func:`backward`): one pass over rows that fit one block. Each program walks a fixed
 group of row tiles and keeps the weight/bias gradient contributions (``dy * xhat``, ``dy``, and for

@@ -94,8 +94,9 @@ _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
 # fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 1 warp, the backward
 # at 1-8 by its tile. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x
-# {64, 16}: 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose
-# second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps.
+# {64, 16}: 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one
+# sample whose second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at
+# 4 warps.
 # The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
 # warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
 # The backward's warps grow with its tile (BLOCK_T x BLOCK_D), _gpu_fp32_backward_warps: one sample
