@@ -16,6 +16,7 @@ from harness.bench.roofline import Roofline
 from harness.nightly import judge
 from harness.registry import load_specs
 from harness.report import validate_results
+from harness.regression import reference_drift
 from harness.report.html import html_report
 from harness.runner import skip_reason
 from harness.spec import BenchShape, SpecError
@@ -125,8 +126,17 @@ def test_judge_divides_out_the_drift_its_references_measure(kernel_ms, reference
     assert v["drift"] == pytest.approx(drift) if drift is not None else v["drift"] is None
     if reference_ms:
         assert ("divided out" if drift else "judged as measured") in v["reason"]
-    if len(reference_ms) == 2 and max(reference_ms.values()) < 1.05 and drift is None:
-        assert "references disagree" in v["reason"]  # not the "moved too far" branch
+
+
+@pytest.mark.parametrize("ratios, why", [
+    ({"eager": 1.12, "compile": 1.0}, "references moved too far"),
+    ({"eager": 1.001, "compile": 0.954}, "references disagree"),  # each within MAX_DRIFT, 4.9% apart
+    ({"eager": 1.02, "compile": 1.005}, "drift divided out"),
+])
+def test_reference_drift_says_which_rule_decided(ratios, why):
+    drift, reason = reference_drift(ratios)
+    assert why in reason
+    assert (drift is None) == (why != "drift divided out")
 
 
 def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_clock):
