@@ -47,7 +47,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._matmul import dot, split_dot
+from kernels._matmul import dot, split_gram
 from kernels._runtime import interpreting
 from kernels._validate import (
     FLOAT_DTYPES,
@@ -203,17 +203,16 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
-def _split_product(a, b, tail, BLOCK_B: tl.constexpr):
-    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles: (head, tail). A
-    batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
-    warp whole samples, so the warps of a one-sample program would all compute the same one."""
+def _split_gram(z, tail, BLOCK_B: tl.constexpr):
+    """:func:`split_gram` of a batched (BLOCK_B, T, K) fp32 tile: (head, tail). A batch of one is
+    taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each warp whole samples,
+    so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
-        a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
-        b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
-        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
+        z2 = tl.reshape(z, [z.shape[1], z.shape[2]])
+        head, tail2 = split_gram(z2, tl.trans(z2), tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
         return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
     else:
-        return split_dot(a, b, tail, _PIECE)
+        return split_gram(z, tl.permute(z, (0, 2, 1)), tail, _PIECE)
 
 
 @triton.jit
@@ -227,7 +226,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
     d3 = offs_d[None, None, :]
     tl.store(out_row + d3, dense, mask=b_ok & (d3 < D))
     if WIDE_SUM:  # the cast keeps Triton from folding the head into a running sum
-        head, tail = _split_product(z, tl.permute(z, (0, 2, 1)), tail, BLOCK_B)
+        head, tail = _split_gram(z, tail, BLOCK_B)
         gram += head.to(tl.float64)
     else:
         gram = dot(z, tl.permute(z, (0, 2, 1)), gram)
@@ -245,7 +244,7 @@ def _interaction_fwd_kernel(
     out_row = OUT + offs_b.to(tl.int64)[:, None, None] * out_cols
     b_ok = (offs_b < B)[:, None, None]
     if WIDE_SUM:
-        # fp32: exact products on the tensor cores (split_dot), each column tile's head summed from
+        # fp32: exact products on the tensor cores (split_gram), each column tile's head summed from
         # zero and added in fp64, the small cross products in one fp32 tail (module docstring)
         tl.static_assert(BLOCK_D <= PARTIAL_TERMS)
         gram = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_T], tl.float64)
@@ -261,8 +260,8 @@ def _interaction_fwd_kernel(
         for d_tile in tl.static_range(D_TILES):
             gram, tail = _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail, B, F, D,
                                     sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM)
-    if WIDE_SUM:
-        gram += tail.to(tl.float64)
+    if WIDE_SUM:  # split_gram's tail holds half the cross products, their transposes the rest
+        gram += (tail + tl.permute(tail, (0, 2, 1))).to(tl.float64)
     i = offs_t[None, :, None]
     j = offs_t[None, None, :]
     lower = b_ok & (i > j) & (i <= F)

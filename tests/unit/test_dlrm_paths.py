@@ -1,7 +1,7 @@
 """dlrm_interaction's fp32 forward takes every code path the backends' launches take, on the
 kernels' device.
 
-On a GPU the fp32 forward runs one sample a program, a 2-D product per sample (``_split_product``
+On a GPU the fp32 forward runs one sample a program, a 2-D product per sample (``_split_gram``
 reshapes the batch of one away); under the interpreter it runs two samples a program, a batched
 product. Each backend's own launch would leave the other path untested there, so both are forced
 here, unrolled (dim 16) and looped (dim 40: past the column tiles the interpreter unrolls), and

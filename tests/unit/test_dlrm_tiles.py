@@ -24,7 +24,7 @@ from specs.dlrm_interaction import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 H100_SHARED_PER_BLOCK = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
-SPLIT_CROSS_PRODUCTS = 7  # the tail products of kernels._matmul.split_dot with bf16 pieces
+SPLIT_CROSS_PRODUCTS = 4  # the tail products of kernels._matmul.split_gram with bf16 pieces
 
 
 _TORCH = {"fp32": torch.float32, "fp16": torch.float16}
@@ -80,7 +80,7 @@ def test_benchmark_tiles_keep_their_registers_and_fp32_its_partial_sums(dtype):
     tiles of 8192 elements at 4 warps spilled, and the H100 ran that forward 4.7x slower. And the
     fp32 partial sums stay apart: Triton folds ``dot(a, b, 0) + c`` into one running sum, which the
     interpreter does not (a CPU run cannot show that partial sums merged). No backward dot may
-    accumulate onto another; in the forward only split_dot's cross products chain (its tail, carried
+    accumulate onto another; in the forward only split_gram's cross products chain (its tail, carried
     over the column tiles: SPLIT_CROSS_PRODUCTS a tile, less the first), and a head folded into
     that chain would add a link."""
     shapes = {(s.dims["features"], s.dims["dim"]) for s in SPEC.perf.shapes}
@@ -93,4 +93,4 @@ def test_benchmark_tiles_keep_their_registers_and_fp32_its_partial_sums(dtype):
             d_tiles = int(line[2].split(",")[3])
             return 0 if line[1] == "backward" else SPLIT_CROSS_PRODUCTS * (1 if d_tiles == 5 else d_tiles) - 1
         merged = [line for line in lines if int(line[5]) != links(line)]
-        assert not merged, f"fp32 dots chained other than split_dot's tail: {merged}"
+        assert not merged, f"fp32 dots chained other than split_gram's tail: {merged}"

@@ -1,0 +1,22 @@
+"""Call 1 probe: dlrm_interaction's fp32 forward with split_gram (5 tensor-core products a tile where
+split_dot took 8) at 1 or 2 samples a program and 1, 2 or 4 warps, at 65536 x 26 x {64, 16}
+(tune_dlrm.py's grid cut to those tilings: one sample at one warp held 254 registers a thread).
+
+    python probe_fwd32_warps.py OUT.json
+"""
+
+import os
+import sys
+
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import tune_dlrm  # noqa: E402
+
+tune_dlrm.BLOCK_B = (1, 2)
+tune_dlrm.WARPS = (1, 2, 4)
+tune_dlrm.SHAPES[torch.float32] = ((65536, 26, 64), (65536, 26, 16))
+tune_dlrm.main(sys.argv[1], torch.float32, "forward")
