@@ -15,29 +15,36 @@ never touches memory, and neither does Z (eager materialises both, plus the gath
 Backward: with ``g`` the gradient of the triangle and ``G`` the (T, T) matrix holding g below the
 diagonal, ``dZ = (G + G^T) Z``. Each program gathers the symmetric ``G + G^T`` of its samples from
 the gradient (element (i, j) and (j, i) both read pair (max, min); the diagonal is zero), multiplies
-it by each BLOCK_D-column tile of Z with a batched ``tl.dot``, and writes ``dsparse = dZ[:, 1:]`` and
-``ddense = grad[:, :dim] + dZ[:, 0]`` (the dense vector reaches the output twice). One program
-writes each gradient element: no atomics, repeated calls are bitwise identical.
+it by each BLOCK_D-column tile of Z (16-bit: a batched ``tl.dot``; fp32: below), and writes
+``dsparse = dZ[:, 1:]`` and ``ddense = grad[:, :dim] + dZ[:, 0]`` (the dense vector reaches the
+output twice). One program writes each gradient element: no atomics, repeated calls are bitwise
+identical.
 
 Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
-fp32 (``WIDE_SUM``) must not sum in one fp32 chain: IEEE fp32 ``tl.dot`` is one running FMA sum per
+fp32 (``WIDE_SUM``) must not sum in fp32 chains: IEEE fp32 ``tl.dot`` is one running FMA sum per
 output, and in one chain the backward's sum over 62 terms was 11 ulp off on the H100 where eager's
-bmm was 3, and the forward's over 251 columns 3.1x eager's error. The forward computes exact
-products on the tensor cores (``_matmul.split_dot``): each fp32 value is cut into three bf16
-pieces that add back to it exactly, and eight products of pieces (all but the smallest, below
-2^-28 of a product) are summed by the tensor cores: the head (the leading pieces' products) of
-each 16-column tile (``PARTIAL_TERMS``) from zero, the heads added in fp64, and the cross products,
-2^-6 of the size, in one fp32 sum; one rounding to fp32 at the end. On the H100 that forward ran
-2.3x (dim 64) and 3.4x (dim 16) faster than torch.compile, with errors of 0.7-1.3 eps of the
-terms' sum where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA form
-before it was bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile at
-dim 64). The backward sums in FMA partials: each ``tl.dot`` over 16 rows of Z starts from zero
-and sums in fp32, and the partials add up in fp64, rounded to fp32 once at the end. A simulation
-of the FMA chain in numpy (fp32 rounding after each fused step, which reproduced the H100's error
-exactly) puts 16-term partials summed in fp64 at 0.6-1.2 eps of the terms' sum at 64 and 260
-terms, where one chain is at 2.3-6.7 (``tests/unit/test_dlrm_partials.py``). Triton 3.6 compiles no
-fp64 ``tl.dot`` (Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's
-precision (one rounding, where eager rounds twice). Any strides; outputs contiguous.
+bmm was 3, and the forward's over 251 columns 3.1x eager's error; chains of 16 terms added in fp64
+still reached 4.3x the envelope on the H100 nightly (a dense vector of scale 1e3 against unit
+sparse rows: each rounding of the running sum is many ulps of a result that cancels;
+results/2026-11-24-h100-9, call 1).
+
+The forward computes exact products on the tensor cores (``_matmul.split_gram``): each fp32 value
+is cut into three bf16 pieces that add back to it exactly, and eight products of pieces (all but
+the smallest, below 2^-28 of a product) are summed by the tensor cores, in five products (the
+cross products come in transposed pairs): the head (the leading pieces' products) of each
+16-column tile (``PARTIAL_TERMS``) from zero, the heads added in fp64, and half the cross
+products, 2^-6 of the size, in one fp32 sum whose transpose adds the other half; one rounding to
+fp32 at the end. On the H100 that forward ran 2.5x (dim 64) and 3.5x (dim 16) faster than
+torch.compile (results/2026-11-24-h100-9, call 1), with errors of 0.7-1.3 eps of the terms' sum
+where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA form before it was
+bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile at dim 64).
+
+The fp32 backward sums outer products on the fp64 units: for each row k of Z, the column k of
+``G + G^T`` times that row, every product exact in fp64, the sum in fp64 and rounded to fp32 once:
+each gradient element is the exact value correctly rounded, but for the fp64 sum's ~T 2^-53 of the
+terms (``tests/unit/test_dlrm_backward_rounding.py``). Triton 3.6 compiles no fp64 ``tl.dot``
+(Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's precision (one rounding,
+where eager rounds twice). Any strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -74,13 +81,12 @@ _INTERPRETING = interpreting()
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction. The fp32 forward
 # loops past GPU_UNROLLED_FP32_TILES (below).
-# fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
-# swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
-# 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
-# forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles
-# compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's
-# forward takes PARTIAL_TERMS columns a tile (each tile's head is one partial sum) and the backward
-# PARTIAL_TERMS rows of Z a dot.
+# fp32's forward takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has
+# its own swept launch, below): its fp64 accumulator (WIDE_SUM, above) needs two registers a value,
+# and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220
+# bytes; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles compile without
+# spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's forward takes
+# PARTIAL_TERMS columns a tile (each tile's head is one partial sum).
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
@@ -92,19 +98,14 @@ PARTIAL_TERMS = tl.constexpr(16)
 # x 128. The backward keeps the shared tile (not swept).
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
-# fp32 (WIDE_SUM) at up to 32 rows of Z: one sample a program, the forward at 1 warp, the backward
-# at 1-8 by its tile. The split forward (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x
-# {64, 16}: 0.3624 / 0.1148 ms at 1 warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one
-# sample whose second warp repeats part of the first's work) and 0.6071 / 0.1480 for 4 samples at
-# 4 warps.
+# fp32's forward (WIDE_SUM) at up to 32 rows of Z: one sample a program at 1 warp. The split forward
+# (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}: 0.3624 / 0.1148 ms at 1
+# warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose second warp repeats part of
+# the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps; on split_gram (results/
+# 2026-11-24-h100-9, call 1) 0.3296 / 0.1149 at 1 warp, 0.4343 / 0.1422 at 2, 0.5109 / 0.1302 for 2
+# samples at 2 warps.
 # The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
 # warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
-# The backward's warps grow with its tile (BLOCK_T x BLOCK_D), _gpu_fp32_backward_warps: one sample
-# at 65536 x 26 x {16, 64, 128} (results/2026-11-24-h100-8, calls 12 and 13) ran 0.1455 / 0.6289 /
-# 1.4934 ms at 1 / 2 / 8 warps, against 0.1638 / 0.6289 / 2.0957 at the 2 warps it took before
-# (those spilled 8688 bytes at dim 128 with the H100's Triton 3.6). Faster but spilling with that
-# Triton, and so not taken: 1 warp at dim 64 (0.5669 ms, 1508 bytes), 4 at dim 128 (1.3619, 16).
-# Measured at 32 rows of Z; tiles of 16 rows take the same warps by their element count.
 _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_FORWARD_WARPS = 1
 _INTERPRETER_BLOCK_B = 2
@@ -117,17 +118,25 @@ _INTERPRETER_BLOCK_D = 16
 # runs take it.
 GPU_UNROLLED_FP32_TILES = 4
 UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
-# The piece type of fp32's split products (split_dot): with bf16 pieces the forward took 22-28%
+# The piece type of fp32's split products (split_gram): with bf16 pieces the forward took 22-28%
 # less time than with TF32's (8 products 16 deep an instruction against 6 of 8; call 2), at a lower
 # error.
 _PIECE = tl.constexpr("bf16")
 
 
-def _gpu_fp32_backward_warps(block_t: int, block_d: int) -> int:
-    """Warps of fp32's one-sample backward (above): 1 up to 512 elements of Z a tile, 2 up to 2048,
-    8 past."""
-    elems = block_t * block_d
-    return 1 if elems <= 512 else 2 if elems <= 2048 else 8
+# fp32's backward (WIDE_SUM) sums outer products in an fp64 tile of BLOCK_B x BLOCK_T x BLOCK_D
+# (no tl.dot: any tile side goes), _GPU_FP32_BACKWARD_TILE values a program at 16 a thread.
+_GPU_FP32_BACKWARD_TILE = 2048
+_FP32_BACKWARD_VALUES_PER_WARP = 512
+
+
+def _gpu_fp32_backward(features: int, dim: int) -> tuple[int, int, int, int]:
+    """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of fp32's backward on a GPU (above)."""
+    block_t = max(16, triton.next_power_of_2(features + 1))
+    block_d = min(triton.next_power_of_2(dim), max(1, _GPU_FP32_BACKWARD_TILE // block_t))
+    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_FP32_BACKWARD_TILE // (block_t * block_d)))
+    warps = max(1, min(8, block_b * block_t * block_d // _FP32_BACKWARD_VALUES_PER_WARP))
+    return block_b, block_t, block_d, warps
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -141,15 +150,16 @@ def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[i
 def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` ("forward" or "backward") on a GPU:
     the shared tile (``gpu_blocks``, ``num_warps``), but for the swept ones of the 16-bit forward and
-    of fp32 at up to 32 rows of Z (above); fp32's forward takes PARTIAL_TERMS columns a tile."""
+    of fp32's at up to 32 rows of Z, and fp32's backward (above); fp32's forward takes PARTIAL_TERMS
+    columns a tile."""
     if kernel not in ("forward", "backward"):
         raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
+    if dtype == torch.float32 and kernel == "backward":
+        return _gpu_fp32_backward(features, dim)
     if dtype == torch.float32:
-        block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
-                                               max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
+        block_b, block_t, block_d = gpu_blocks(features, dim, dtype, max_block_d=PARTIAL_TERMS.value)
         if block_t <= 32:
-            warps = _GPU_FP32_FORWARD_WARPS if kernel == "forward" else _gpu_fp32_backward_warps(block_t, block_d)
-            return _GPU_FP32_BLOCK_B, block_t, block_d, warps
+            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_FORWARD_WARPS
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
@@ -296,15 +306,15 @@ def _interaction_bwd_kernel(
     for d_tile in tl.static_range(D_TILES):
         offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
         if WIDE_SUM:
-            # fp32: dZ = (G + G^T) Z over PARTIAL_TERMS rows of Z at a time, the partials summed in
-            # fp64 (module docstring)
-            tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
-            dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
-            for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
-                offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
-                g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-                z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-                dz += dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)).to(tl.float64)
+            # fp32: dZ = sum_k (G + G^T)[:, k] Z[k], one row k of Z at a time, every product exact
+            # and summed in fp64 (module docstring)
+            dz = _outer(_symmetric_grad(grad_row, sg_c, b_ok, offs_t, tl.full([1], 0, tl.int32), D, F),
+                        _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d))
+            for k in range(1, F + 1):
+                row = tl.full([1], k, tl.int32)
+                z = tl.load(SPARSE + b3 * ss_b + (row - 1).to(tl.int64)[None, :, None] * ss_f + offs_d[None, None, :] * ss_d,
+                            mask=b_ok & (offs_d[None, None, :] < D), other=0.0)
+                dz += _outer(_symmetric_grad(grad_row, sg_c, b_ok, offs_t, row, D, F), z)
         else:
             g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
             z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
@@ -318,6 +328,13 @@ def _interaction_bwd_kernel(
         dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
         g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
         tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+
+
+@triton.jit
+def _outer(g, z):
+    """The fp64 outer product of a (BLOCK_B, BLOCK_T, 1) column and a (BLOCK_B, 1, BLOCK_D) row of
+    fp32 values: each product exact."""
+    return g.to(tl.float64) * z.to(tl.float64)
 
 
 def column_tiles(d_tiles: int, dtype: torch.dtype, unrolled: int | None = None) -> dict:
