@@ -10,15 +10,16 @@ tiles is garbage there), so under the interpreter bf16 tiles are widened to fp32
 is exact and the fp32 product of two bf16 values is exact, so the result is the same fp32-accumulated
 product the GPU computes natively; on a GPU the bf16 tiles go to the tensor cores unchanged.
 
-:func:`split_gram` is the fp32 Gram product ``a @ a^T`` on the tensor cores with every product
-exact: each fp32 tile is cut into three pieces that bf16 (or TF32) holds exactly
-(:func:`split_pieces`), and the products of the pieces that matter (8 of bf16's 9, 6 of TF32's)
-make up ``a @ a^T`` but for terms below 2^-28 of each product; the cross products come in
-transposed pairs, so 5 tensor-core products carry bf16's 8 (4 carry TF32's 6). IEEE fp32 ``tl.dot`` runs on the FMA units,
-from operands staged in shared memory in a layout Triton chooses: dlrm_interaction's fp32 forward
-spent its time in bank conflicts there (ncu: L1/TEX 97% busy, 0.64x torch.compile;
-results/2026-11-24-h100-5/call2), and split into bf16 pieces it runs 2.3x faster than
-torch.compile (results/2026-11-24-h100-6, call 3).
+:func:`split_dot` is the fp32 product on the tensor cores with every product exact: each fp32 tile
+is cut into three pieces that bf16 (or TF32) holds exactly (:func:`split_pieces`), and the products
+of the pieces that matter (8 of bf16's 9, 6 of TF32's) make up ``a @ b`` but for terms below 2^-28
+of each product. :func:`split_gram` is the same for a Gram product ``a @ a^T``, whose cross
+products come in transposed pairs: 5 tensor-core products carry bf16's 8 (4 carry TF32's 6).
+IEEE fp32 ``tl.dot`` runs on the FMA units, from operands staged in shared memory in a layout
+Triton chooses: dlrm_interaction's fp32 forward spent its time in bank conflicts there (ncu: L1/TEX
+97% busy, 0.64x torch.compile; results/2026-11-24-h100-5/call2), and split into bf16 pieces it runs
+2.3x faster than torch.compile (results/2026-11-24-h100-6, call 3). IEEE fp32 ``tl.dot`` also
+rounds a running FMA sum after every term, which a split product's tensor-core sums do not.
 """
 
 from __future__ import annotations
@@ -97,6 +98,40 @@ def _piece_dot(a, b, acc, PIECE: tl.constexpr):
         return dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
     else:
         return tl.dot(a, b, acc, input_precision="tf32")
+
+
+@triton.jit
+def split_dot(a, b, tail, PIECE: tl.constexpr):
+    """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
+    ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
+
+    head is ``hi(a) @ hi(b)`` (:func:`split_pieces`): the tensor cores' fp32 sum, from zero, of
+    exact products; the caller keeps it apart (a caller that adds it onto a running fp32 sum gets
+    Triton's folding of that add into one long chain). rest is the cross products that matter,
+    each product exact, together below 2^-9 (bf16: 2^-6) of the products' magnitudes; they
+    accumulate onto ``tail``, so each addition's fp32 rounding is that far below fp32's unit
+    roundoff of the products (a tail carried over n calls adds up to n of them). TF32 pieces:
+    hi-mid, mid-hi, mid-mid, hi-lo, lo-hi (mid-lo, lo-mid, lo-lo below 2^-30 are left out); bf16
+    pieces (a 16-deep product per instruction where TF32 takes 8) add mid-lo and lo-mid and leave
+    out lo-lo (below 2^-28). Infinite elements take part in head only (in the cross products they
+    count as 0), so that inf * 0 cannot turn into NaN there.
+
+    Summing a tile's products in one chain instead, head last onto the cross products, cost
+    dlrm_interaction's forward 22% at dim 64 on the H100 (results/2026-11-24-h100-6, call 6)."""
+    a_hi, a_mid, a_lo = split_pieces(a, PIECE)
+    b_hi, b_mid, b_lo = split_pieces(b, PIECE)
+    head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
+    a_fin = tl.where(tl.abs(a_hi) <= _FP32_MAX, a_hi, 0.0)
+    b_fin = tl.where(tl.abs(b_hi) <= _FP32_MAX, b_hi, 0.0)
+    if PIECE == "bf16":
+        tail = _piece_dot(a_mid, b_lo, tail, PIECE)
+        tail = _piece_dot(a_lo, b_mid, tail, PIECE)
+    tail = _piece_dot(a_mid, b_mid, tail, PIECE)
+    tail = _piece_dot(a_lo, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_lo, tail, PIECE)
+    tail = _piece_dot(a_mid, b_fin, tail, PIECE)
+    tail = _piece_dot(a_fin, b_mid, tail, PIECE)
+    return head, tail
 
 
 @triton.jit

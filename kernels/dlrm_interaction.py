@@ -39,12 +39,14 @@ torch.compile (results/2026-11-24-h100-9, call 1), with errors of 0.7-1.3 eps of
 where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA form before it was
 bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile at dim 64).
 
-The fp32 backward sums outer products on the fp64 units: for each row k of Z, the column k of
-``G + G^T`` times that row, every product exact in fp64, the sum in fp64 and rounded to fp32 once:
-each gradient element is the exact value correctly rounded, but for the fp64 sum's ~T 2^-53 of the
-terms (``tests/unit/test_dlrm_backward_rounding.py``). Triton 3.6 compiles no fp64 ``tl.dot``
-(Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's precision (one rounding,
-where eager rounds twice). Any strides; outputs contiguous.
+The fp32 backward takes the same exact products (``_matmul.split_dot``, eight products of pieces)
+over PARTIAL_TERMS rows of Z at a time: each head from zero, the heads added in fp64, the cross
+products in one fp32 tail. Its FMA partials before (``tl.dot`` chains of 16 terms from zero, added
+in fp64) were 21% faster but failed the nightly as above; exact outer products summed on the fp64
+units were correctly rounded but 4.5x slower (call 2; an earlier attempt measured 0.19x
+torch.compile). Triton 3.6 compiles no fp64 ``tl.dot`` (Triton 3.8 does). ``ddense`` adds
+``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager rounds twice). Any
+strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ import triton
 import triton.language as tl
 
 from kernels import _rows
-from kernels._matmul import dot, split_gram
+from kernels._matmul import dot, split_dot, split_gram
 from kernels._runtime import interpreting
 from kernels._validate import (
     FLOAT_DTYPES,
@@ -81,12 +83,13 @@ _INTERPRETING = interpreting()
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
 # PTX for sm_90 is the same as that straight code's, instruction for instruction. The fp32 forward
 # loops past GPU_UNROLLED_FP32_TILES (below).
-# fp32's forward takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has
-# its own swept launch, below): its fp64 accumulator (WIDE_SUM, above) needs two registers a value,
-# and 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220
-# bytes; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles compile without
-# spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's forward takes
-# PARTIAL_TERMS columns a tile (each tile's head is one partial sum).
+# fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
+# swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
+# 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
+# forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles
+# compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's
+# forward takes PARTIAL_TERMS columns a tile (each tile's head is one partial sum) and the backward
+# PARTIAL_TERMS rows of Z a split product.
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
@@ -118,25 +121,24 @@ _INTERPRETER_BLOCK_D = 16
 # runs take it.
 GPU_UNROLLED_FP32_TILES = 4
 UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
+# fp32's backward unrolls its tiles of PARTIAL_TERMS rows of Z up to 32 rows (the benchmark shapes)
+# and loops over more, for its compile time as above; under the interpreter it loops past 16 rows.
+GPU_UNROLLED_FP32_K_TILES = 2
+UNROLLED_FP32_K_TILES = 1 if _INTERPRETING else GPU_UNROLLED_FP32_K_TILES
 # The piece type of fp32's split products (split_gram): with bf16 pieces the forward took 22-28%
 # less time than with TF32's (8 products 16 deep an instruction against 6 of 8; call 2), at a lower
 # error.
 _PIECE = tl.constexpr("bf16")
 
 
-# fp32's backward (WIDE_SUM) sums outer products in an fp64 tile of BLOCK_B x BLOCK_T x BLOCK_D
-# (no tl.dot: any tile side goes), _GPU_FP32_BACKWARD_TILE values a program at 16 a thread.
-_GPU_FP32_BACKWARD_TILE = 2048
-_FP32_BACKWARD_VALUES_PER_WARP = 512
+# fp32's backward (WIDE_SUM) at up to 32 rows of Z: one sample a program at 2 warps, 4 past 64
+# columns (at 2 a 128-column tile spilled 124 bytes, ptxas for sm_90).
+_GPU_FP32_BACKWARD_WARPS = 2
 
 
-def _gpu_fp32_backward(features: int, dim: int) -> tuple[int, int, int, int]:
-    """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of fp32's backward on a GPU (above)."""
-    block_t = max(16, triton.next_power_of_2(features + 1))
-    block_d = min(triton.next_power_of_2(dim), max(1, _GPU_FP32_BACKWARD_TILE // block_t))
-    block_b = max(1, min(_GPU_MAX_BLOCK_B, _GPU_FP32_BACKWARD_TILE // (block_t * block_d)))
-    warps = max(1, min(8, block_b * block_t * block_d // _FP32_BACKWARD_VALUES_PER_WARP))
-    return block_b, block_t, block_d, warps
+def _gpu_fp32_backward_warps(block_d: int) -> int:
+    """Warps of fp32's one-sample backward (above)."""
+    return _GPU_FP32_BACKWARD_WARPS * (2 if block_d > 64 else 1)
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
@@ -150,16 +152,15 @@ def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[i
 def gpu_launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` ("forward" or "backward") on a GPU:
     the shared tile (``gpu_blocks``, ``num_warps``), but for the swept ones of the 16-bit forward and
-    of fp32's at up to 32 rows of Z, and fp32's backward (above); fp32's forward takes PARTIAL_TERMS
-    columns a tile."""
+    of fp32 at up to 32 rows of Z (above); fp32's forward takes PARTIAL_TERMS columns a tile."""
     if kernel not in ("forward", "backward"):
         raise ValueError(f"kernel must be 'forward' or 'backward', got {kernel!r}")
-    if dtype == torch.float32 and kernel == "backward":
-        return _gpu_fp32_backward(features, dim)
     if dtype == torch.float32:
-        block_b, block_t, block_d = gpu_blocks(features, dim, dtype, max_block_d=PARTIAL_TERMS.value)
+        block_b, block_t, block_d = gpu_blocks(features, dim, dtype,
+                                               max_block_d=PARTIAL_TERMS.value if kernel == "forward" else None)
         if block_t <= 32:
-            return _GPU_FP32_BLOCK_B, block_t, block_d, _GPU_FP32_FORWARD_WARPS
+            warps = _GPU_FP32_FORWARD_WARPS if kernel == "forward" else _gpu_fp32_backward_warps(block_d)
+            return _GPU_FP32_BLOCK_B, block_t, block_d, warps
         return block_b, block_t, block_d, num_warps(block_t, dtype)
     block_b, block_t, block_d = gpu_blocks(features, dim, dtype)
     if kernel == "forward" and block_t <= 32:
@@ -210,6 +211,19 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
     z = tl.load(SPARSE + b3 * ss_b + (t3 - 1).to(tl.int64) * ss_f + d3 * ss_d, mask=in_sparse, other=0.0)
     z = tl.where(t3 == 0, dense, z)
     return z, dense
+
+
+@triton.jit
+def _split_product(a, b, tail, BLOCK_B: tl.constexpr):
+    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles: (head, tail),
+    a batch of one as a 2-D product (as :func:`_split_gram`)."""
+    if BLOCK_B == 1:
+        a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
+        b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
+        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
+        return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
+    else:
+        return split_dot(a, b, tail, _PIECE)
 
 
 @triton.jit
@@ -291,58 +305,90 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 
 @triton.jit
+def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+               sd_b, sd_d, ss_b, ss_f, ss_d, sg_c,
+               BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
+               LOOP_K: tl.constexpr):
+    """Column tile ``d_tile`` of dZ = (G + G^T) Z: writes its columns of dsparse and ddense."""
+    offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
+    t3 = offs_t[None, :, None]
+    if WIDE_SUM:
+        # fp32: PARTIAL_TERMS rows of Z at a time, in exact products on the tensor cores
+        # (split_dot): each head summed from zero and added in fp64, the cross products in one
+        # fp32 tail (module docstring)
+        tl.static_assert((BLOCK_T // PARTIAL_TERMS) * PARTIAL_TERMS == BLOCK_T)
+        dz = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float64)
+        tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
+        if LOOP_K:
+            for k_tile in range(0, BLOCK_T // PARTIAL_TERMS):
+                dz, tail = _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
+                                      dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
+        else:
+            for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
+                dz, tail = _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
+                                      dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
+        dz += tail.to(tl.float64)
+    else:
+        g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
+        z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+        dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
+    d3 = offs_d[None, None, :]
+    d_ok = d3 < D
+    # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
+    dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
+    tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
+    # ddense = grad[:, :D] + dZ[:, 0], one rounding
+    dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
+    g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
+    tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+
+
+@triton.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
-    WIDE_SUM: tl.constexpr,
+    WIDE_SUM: tl.constexpr, LOOP_D: tl.constexpr, LOOP_K: tl.constexpr,
 ):
     offs_b = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
     offs_t = tl.arange(0, BLOCK_T)
     b3 = offs_b.to(tl.int64)[:, None, None]
     b_ok = b3 < B
     grad_row = GRAD + b3 * sg_b
-
-    t3 = offs_t[None, :, None]
-    for d_tile in tl.static_range(D_TILES):
-        offs_d = d_tile * BLOCK_D + tl.arange(0, BLOCK_D)
-        if WIDE_SUM:
-            # fp32: dZ = sum_k (G + G^T)[:, k] Z[k], one row k of Z at a time, every product exact
-            # and summed in fp64 (module docstring)
-            dz = _outer(_symmetric_grad(grad_row, sg_c, b_ok, offs_t, tl.full([1], 0, tl.int32), D, F),
-                        _load_dense(DENSE, offs_b, offs_d, B, D, sd_b, sd_d))
-            for k in range(1, F + 1):
-                row = tl.full([1], k, tl.int32)
-                z = tl.load(SPARSE + b3 * ss_b + (row - 1).to(tl.int64)[None, :, None] * ss_f + offs_d[None, None, :] * ss_d,
-                            mask=b_ok & (offs_d[None, None, :] < D), other=0.0)
-                dz += _outer(_symmetric_grad(grad_row, sg_c, b_ok, offs_t, row, D, F), z)
-        else:
-            g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
-            z, _ = _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-            dz = dot(g, z, tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32))
-        d3 = offs_d[None, None, :]
-        d_ok = d3 < D
-        # dsparse[b, t - 1] = dZ[b, t] for t in 1..F (contiguous (B, F, D)).
-        dsparse_ptr = DSPARSE + (b3 * F + (t3 - 1)) * D + d3
-        tl.store(dsparse_ptr, _rows.cast_for_store(dz, DSPARSE), mask=b_ok & d_ok & (t3 >= 1) & (t3 <= F))
-        # ddense = grad[:, :D] + dZ[:, 0], one rounding
-        dz0 = tl.sum(tl.where(t3 == 0, dz, 0.0), axis=1)[:, None, :]
-        g_dense = tl.load(grad_row + d3 * sg_c, mask=b_ok & d_ok, other=0.0).to(dz.dtype)
-        tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
+    if LOOP_D:
+        for d_tile in range(0, D_TILES):
+            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, LOOP_K)
+    else:
+        for d_tile in tl.static_range(D_TILES):
+            _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
+                       sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, LOOP_K)
 
 
 @triton.jit
-def _outer(g, z):
-    """The fp64 outer product of a (BLOCK_B, BLOCK_T, 1) column and a (BLOCK_B, 1, BLOCK_D) row of
-    fp32 values: each product exact."""
-    return g.to(tl.float64) * z.to(tl.float64)
+def _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile, dz, tail, B, F, D,
+               sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B: tl.constexpr):
+    """fp32's (dz, tail) after the PARTIAL_TERMS rows of Z of ``k_tile``: the split product of
+    those columns of G + G^T and those rows of Z, its head added to dz in fp64."""
+    offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
+    g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+    z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+    head, tail = _split_product(g, z, tail, BLOCK_B)
+    return dz + head.to(tl.float64), tail
 
 
 def column_tiles(d_tiles: int, dtype: torch.dtype, unrolled: int | None = None) -> dict:
-    """The forward's constexprs for ``d_tiles`` column tiles: D_TILES, WIDE_SUM (fp32) and LOOP_D
+    """Both kernels' constexprs for ``d_tiles`` column tiles: D_TILES, WIDE_SUM (fp32) and LOOP_D
     (fp32 past ``unrolled`` tiles, by default this backend's UNROLLED_FP32_TILES)."""
     wide = dtype == torch.float32
     limit = UNROLLED_FP32_TILES if unrolled is None else unrolled
     return dict(D_TILES=d_tiles, WIDE_SUM=wide, LOOP_D=wide and d_tiles > limit)
+
+
+def k_loop(block_t: int, dtype: torch.dtype, unrolled: int | None = None) -> bool:
+    """LOOP_K of the backward: fp32 loops over its PARTIAL_TERMS-row tiles of Z past ``unrolled``
+    of them (by default this backend's UNROLLED_FP32_K_TILES)."""
+    limit = UNROLLED_FP32_K_TILES if unrolled is None else unrolled
+    return dtype == torch.float32 and block_t // PARTIAL_TERMS.value > limit
 
 
 def _forward(dense: torch.Tensor, sparse: torch.Tensor,
@@ -379,9 +425,8 @@ def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = No
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
-            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, D_TILES=triton.cdiv(dim, block_d),
-            WIDE_SUM=dense.dtype == torch.float32,
-            num_warps=warps,
+            BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **column_tiles(triton.cdiv(dim, block_d), dense.dtype),
+            LOOP_K=k_loop(block_t, dense.dtype), num_warps=warps,
         )
     return ddense, dsparse
 

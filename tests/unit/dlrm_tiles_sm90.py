@@ -6,8 +6,8 @@ forward or backward; DT: D_TILES; W: num_warps).
 Run as a script in its own process: the kernels must be decorated with the interpreter off, which a
 pytest process on a CPU machine has already turned on. Prints ``DTYPE KERNEL BB,BT,BD,DT,W
 SHARED SPILLED CHAINED`` a line, CHAINED the number of ``tt.dot`` ops whose accumulator is another
-dot's result (Triton folds ``dot(a, b, 0) + c`` into one running sum: the fp32 backward's partial
-chains must stay apart).
+dot's result (Triton folds ``dot(a, b, 0) + c`` into one running sum: the fp32 heads must stay
+apart from the split products' tails).
 """
 
 import os
@@ -54,8 +54,9 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
     tile and warps."""
     names = kernel.arg_names
     tiles = dlrm.column_tiles(d_tiles, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_TILES)
-    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, **tiles}
-    constexprs = {n: v for n, v in constexprs.items() if n in names}  # LOOP_D: the forward's
+    k_loop = dlrm.k_loop(block_t, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_K_TILES)
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "LOOP_K": k_loop, **tiles}
+    constexprs = {n: v for n, v in constexprs.items() if n in names}  # LOOP_K: the backward's
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})

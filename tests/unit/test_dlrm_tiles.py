@@ -24,7 +24,8 @@ from specs.dlrm_interaction import SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 H100_SHARED_PER_BLOCK = 232448  # cudaDevAttrMaxSharedMemoryPerBlockOptin on sm_90
-SPLIT_CROSS_PRODUCTS = 4  # the tail products of kernels._matmul.split_gram with bf16 pieces
+SPLIT_GRAM_CROSS_PRODUCTS = 4  # the tail products of kernels._matmul.split_gram with bf16 pieces
+SPLIT_DOT_CROSS_PRODUCTS = 7  # and of split_dot
 
 
 _TORCH = {"fp32": torch.float32, "fp16": torch.float16}
@@ -33,22 +34,36 @@ needs_cuda_backend = pytest.mark.skipif(importlib.util.find_spec("triton.backend
 
 
 def _tiles(features: int, dim: int, dtype: str) -> set[str]:
-    """Both kernels' launches as KERNEL:BLOCK_B,BLOCK_T,BLOCK_D,D_TILES,WARPS. Unrolled D_TILES are
-    compiled as 1 or 2 (further unrolled column tiles repeat the second's code), but the fp32
-    forward's as they run (its unrolled split tiles share registers: at 128 rows of Z, 0, 260 and
-    800 bytes spilled at 2, 3 and 4 tiles), and its loop past GPU_UNROLLED_FP32_TILES as 5 (the
-    loop's code is the same for any count)."""
+    """Both kernels' launches as KERNEL:BLOCK_B,BLOCK_T,BLOCK_D,D_TILES,WARPS. Unrolled 16-bit
+    D_TILES are compiled as 1 or 2 (further unrolled column tiles repeat the second's code), but
+    fp32's as they run (its unrolled split tiles share registers: at 128 rows of Z the forward
+    spilled 0, 260 and 800 bytes at 2, 3 and 4 tiles), and its loop past GPU_UNROLLED_FP32_TILES as
+    5 (the loop's code is the same for any count)."""
     tiles = set()
     for kernel in ("forward", "backward"):
         block_b, block_t, block_d, warps = dlrm.gpu_launch(features, dim, _TORCH[dtype], kernel)
         d_tiles = -(-dim // block_d)
-        if kernel == "forward" and dtype == "fp32":
+        if dtype == "fp32":
             looped = dlrm.column_tiles(d_tiles, torch.float32, dlrm.GPU_UNROLLED_FP32_TILES)["LOOP_D"]
             d_tiles = 5 if looped else d_tiles
         else:
             d_tiles = min(2, d_tiles)
         tiles.add(f"{kernel}:{block_b},{block_t},{block_d},{d_tiles},{warps}")
     return tiles
+
+
+def _split_chain_links(kernel: str, tile: str) -> int:
+    """How many fp32 dots of a compiled tile accumulate onto another dot: only the split products'
+    tails, each carried over a column tile's products (forward: over all column tiles; backward:
+    over the tiles of PARTIAL_TERMS rows of Z, anew for each column tile). A looped tile's code
+    holds one trip's products."""
+    _, block_t, _, d_tiles, _ = (int(v) for v in tile.split(","))
+    d_trips = 1 if d_tiles == 5 else d_tiles
+    if kernel == "forward":
+        return SPLIT_GRAM_CROSS_PRODUCTS * d_trips - 1
+    k_tiles = block_t // dlrm.PARTIAL_TERMS.value
+    k_trips = 1 if dlrm.k_loop(block_t, torch.float32, dlrm.GPU_UNROLLED_FP32_K_TILES) else k_tiles
+    return d_trips * (SPLIT_DOT_CROSS_PRODUCTS * k_trips - 1)
 
 
 def _compile(dtype: str, tiles) -> list[list[str]]:
@@ -79,18 +94,14 @@ def test_benchmark_tiles_keep_their_registers_and_fp32_its_partial_sums(dtype):
     """The tiles of the benchmark shapes compile for sm_90 without spilling to local memory: fp32
     tiles of 8192 elements at 4 warps spilled, and the H100 ran that forward 4.7x slower. And the
     fp32 partial sums stay apart: Triton folds ``dot(a, b, 0) + c`` into one running sum, which the
-    interpreter does not (a CPU run cannot show that partial sums merged). No backward dot may
-    accumulate onto another; in the forward only split_gram's cross products chain (its tail, carried
-    over the column tiles: SPLIT_CROSS_PRODUCTS a tile, less the first), and a head folded into
-    that chain would add a link."""
+    interpreter does not (a CPU run cannot show that partial sums merged). Only the split products'
+    cross products chain (their tails, ``_split_chain_links``), and a head folded into a chain
+    would add a link."""
     shapes = {(s.dims["features"], s.dims["dim"]) for s in SPEC.perf.shapes}
     tiles = sorted(set().union(*(_tiles(f, d, dtype) for f, d in shapes)))
     lines = _compile(dtype, tiles)
     spilled = [line for line in lines if int(line[4]) > 0]
     assert not spilled, f"tiles that spill registers (DTYPE KERNEL TILE SHARED SPILLED CHAINED): {spilled}"
     if dtype == "fp32":
-        def links(line):  # a looped forward (D_TILES 5) holds one tile's products
-            d_tiles = int(line[2].split(",")[3])
-            return 0 if line[1] == "backward" else SPLIT_CROSS_PRODUCTS * (1 if d_tiles == 5 else d_tiles) - 1
-        merged = [line for line in lines if int(line[5]) != links(line)]
-        assert not merged, f"fp32 dots chained other than split_gram's tail: {merged}"
+        merged = [line for line in lines if int(line[5]) != _split_chain_links(line[1], line[2])]
+        assert not merged, f"fp32 dots chained other than the split products' tails: {merged}"

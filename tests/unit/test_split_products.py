@@ -1,15 +1,17 @@
-"""The exact-product fp32 Gram product (``kernels._matmul.split_gram``), on the kernels' device.
+"""The exact-product fp32 tile products (``kernels._matmul.split_dot`` and ``split_gram``), on the
+kernels' device.
 
 ``split_pieces`` must cut every fp32 value into three pieces that add back to it exactly, each
-exact in the piece type (TF32 or bf16), and ``split_gram`` must keep every cross product of the
-pieces that matters, half of them through the transpose of its tail. A tile product sums many
-products, and its fp32 rounding would hide a missing cross term, so the product test gives each
-output of ``a @ a^T`` at most one nonzero term (rows 2m and 2m + 1 of ``a`` share one nonzero
-column: the diagonal and the elements (2m, 2m + 1), (2m + 1, 2m) have one term, the rest none),
-with a small nonzero starting tail. head must then be hi(a) hi(a)^T exactly, and head + tail +
-tail^T the start, its transpose and the product within twice the terms left out (below 2^-29 of
-the product for TF32 pieces, 2^-28 for bf16) and the tail's own rounding (it holds the start and
-the cross products, 2^-6 of the product at most). A missing cross term, or one that is not halved
+exact in the piece type (TF32 or bf16), and the products must keep every cross product of the
+pieces that matters (``split_gram`` half of them through the transpose of its tail). A tile
+product sums many products, and its fp32 rounding would hide a missing cross term, so the product
+tests give each output at most one nonzero term, with a small nonzero starting tail: ``a @ b`` with
+a's row i and b's column j meeting in one column; ``a @ a^T`` with rows 2m and 2m + 1 of ``a``
+sharing one nonzero column (the diagonal and the elements (2m, 2m + 1), (2m + 1, 2m) have one term,
+the rest none). head must then be the product of the heads exactly, and head + tail (split_gram:
++ tail^T) the start and the product within twice the terms left out (below 2^-29 of the product
+for TF32 pieces, 2^-28 for bf16) and the tail's own rounding (it holds the start and the cross
+products, 2^-6 of the product at most). A missing cross term, or one of split_gram's not halved
 where its transpose doubles it, is up to 2^-14 (bf16 mid * mid) or 2^-21 (its mid * lo, TF32's
 hi * lo) of the product, past that bound at some of the outputs with a term.
 """
@@ -21,12 +23,12 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._matmul import split_gram, split_pieces
+from kernels._matmul import split_dot, split_gram, split_pieces
 from kernels._runtime import kernel_device_type
 
 PIECES = ("tf32", "bf16")
 LOW_BITS = {"tf32": (1 << 13) - 1, "bf16": (1 << 16) - 1}  # the significand bits each piece type drops
-# how far below each product the terms split_gram leaves out lie (TF32: mid * lo, lo * mid and
+# how far below each product the terms the split products leave out lie (TF32: mid * lo, lo * mid and
 # lo * lo; bf16: lo * lo)
 LEFT_OUT = {"tf32": 2.0**-29, "bf16": 2.0**-28}
 
@@ -39,6 +41,29 @@ def _split_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, PIECE: tl.constexpr):
     tl.store(out_ptr + offs, hi, mask=offs < n)
     tl.store(out_ptr + n + offs, mid, mask=offs < n)
     tl.store(out_ptr + 2 * n + offs, lo, mask=offs < n)
+
+
+@triton.jit
+def _dot_kernel(a_ptr, b_ptr, tail_ptr, out_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr,
+                PIECE: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)[None, :]
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    head, tail = split_dot(a, b, tl.load(tail_ptr + rm * N + rn), PIECE)
+    tl.store(out_ptr + rm * N + rn, head)
+    tl.store(out_ptr + M * N + rm * N + rn, tail)
+
+
+def _split_dot(a: torch.Tensor, b: torch.Tensor, tail: torch.Tensor, piece: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(head, tail) of split_dot(a, b, tail) for 16 x 16 fp32 tiles on the kernels' device, back on
+    the CPU."""
+    device = _device()
+    out = torch.empty((2, *tail.shape), dtype=torch.float32, device=device)
+    _dot_kernel[(1,)](a.to(device), b.to(device), tail.to(device), out, M=a.shape[0], K=a.shape[1],
+                      N=b.shape[1], PIECE=piece)
+    return tuple(out.cpu())
 
 
 @triton.jit
@@ -103,7 +128,7 @@ def test_infinities_are_their_own_head_and_nans_stay_nan(piece):
 
 @pytest.mark.parametrize("piece", PIECES)
 @pytest.mark.parametrize("scale", [1.0, 1e-10, 1e15])  # products (scale^2) in fp32's normal range
-def test_each_product_is_all_there(scale, piece):
+def test_each_product_of_split_gram_is_all_there(scale, piece):
     m = k = 16
     gen = torch.Generator().manual_seed(1)
     a = torch.zeros(m, k)
@@ -129,7 +154,7 @@ def _head(t: torch.Tensor, piece: str) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("piece", PIECES)
-def test_infinities_in_a_product_give_what_eager_gives(piece):
+def test_infinities_in_split_gram_give_what_eager_gives(piece):
     """An infinite element times a value whose mid and lo are 0 (exact in the piece type): the
     cross products must not turn inf * 0 into NaN; NaN only where IEEE has inf * 0 or inf - inf."""
     a = torch.zeros(16, 16)
@@ -140,5 +165,45 @@ def test_infinities_in_a_product_give_what_eager_gives(piece):
     head, tail = _split_gram(a, torch.zeros(16, 16), piece)
     got = head + tail + tail.T
     want = a @ a.T
+    assert torch.equal(got.isnan(), want.isnan()), f"NaN at {got.isnan().nonzero().tolist()}, eager {want.isnan().nonzero().tolist()}"
+    assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0))
+
+
+@pytest.mark.parametrize("piece", PIECES)
+@pytest.mark.parametrize("scale", [1.0, 1e-20, 1e15])
+def test_each_product_of_split_dot_is_all_there(scale, piece):
+    m = k = n = 16
+    gen = torch.Generator().manual_seed(1)
+    a = torch.zeros(m, k)
+    b = torch.zeros(k, n)
+    # output (i, j) sums a[i, :] * b[:, j]; a's row i and b's column j meet in column i % k only
+    a[torch.arange(m), torch.arange(m) % k] = torch.randn(m, generator=gen) * scale
+    b[torch.arange(m) % k, :] = torch.randn(m, n, generator=gen)
+    exact = a.double() @ b.double()
+    start = (exact * torch.randn(m, n, generator=gen).double() * 2.0**-12).float()
+    head, tail = _split_dot(a, b, start, piece)
+    assert torch.equal(head.double(), _head(a, piece) @ _head(b, piece)), "head is not hi(a) @ hi(b), exactly"
+    got = head.double() + tail.double()
+    want = start.double() + exact
+    bound = exact.abs() * 2 * LEFT_OUT[piece] + (start.double().abs() + exact.abs() * 2.0**-6) * 2.0**-22
+    error = (got - want).abs()
+    worst = int(torch.argmax(error / bound))
+    assert (error <= bound).all(), (
+        f"head + tail is {float(error.flatten()[worst] / exact.abs().flatten()[worst]):.3g} of the product "
+        f"off at {divmod(worst, n)} (within {float(bound.flatten()[worst] / exact.abs().flatten()[worst]):.3g} expected)")
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_infinities_in_split_dot_give_what_eager_gives(piece):
+    """An infinite element times a value whose mid and lo are 0 (exact in the piece type): the
+    cross products must not turn inf * 0 into NaN; NaN only where IEEE has inf * 0 or inf - inf."""
+    a = torch.zeros(16, 16)
+    b = torch.zeros(16, 16)
+    a[0, 0], a[1, 0], a[2, 1], a[3, 0], a[3, 1] = math.inf, -math.inf, math.nan, math.inf, math.inf
+    b[0, :8] = torch.tensor([1.0, -2.0, 0.5, 0.0, 3.0, -0.25, 1.0, 0.0])  # exact in bf16 and TF32
+    b[1, :8] = torch.tensor([1.0, 1.0, -1.0, 0.0, 2.0, 2.0, -4.0, 1.0])
+    head, tail = _split_dot(a, b, torch.zeros(16, 16), piece)
+    got = head + tail
+    want = a @ b
     assert torch.equal(got.isnan(), want.isnan()), f"NaN at {got.isnan().nonzero().tolist()}, eager {want.isnan().nonzero().tolist()}"
     assert torch.equal(got.nan_to_num(0.0), want.nan_to_num(0.0))

@@ -1,18 +1,23 @@
-"""dlrm_interaction's fp32 backward is correctly rounded, on the kernels' device.
+"""dlrm_interaction's fp32 backward stays within two eps of each element's terms, on a GPU.
 
-Every product of the fp32 backward is exact in fp64 and the sums stay in fp64 (``WIDE_SUM``), so each
-gradient element must be the exact value rounded once to fp32: within half an fp32 ulp of it, but
-for the fp64 sum's own error (T terms, ~2^-48 of their magnitudes). The case is the one the H100
-nightly found at 4.3x the envelope with fp32 partial sums (a dense vector of scale ~1e3 against
-unit sparse rows: 17 rows of Z, dim 32): one rounding a term of a running fp32 sum there is many
-ulps of the result.
+Every product of the fp32 backward is exact (split into bf16 pieces) and summed by the tensor cores
+sixteen at a time, the sums added in fp64 and rounded once (``WIDE_SUM``). So each gradient element
+must lie within its own rounding (half an fp32 ulp) and a few of the tensor cores' roundings, each
+under an fp32 eps of the sum of |terms|, of the exact value (2 eps allowed; the H100 measured
+results/2026-11-24-h100-9, call 3). The case is the one the H100 nightly found at 4.3x the envelope
+(whose floor is an eps of the terms) with fp32 FMA partial sums: a dense vector of scale ~1e3
+against unit sparse rows, 17 rows of Z, dim 32; one rounding a term of a running fp32 sum there is
+many ulps of the result. Under the interpreter ``tl.dot`` sums in numpy's fp32 order instead of the
+tensor cores' (the same case measured 2.9 eps there), so the test needs a GPU.
 """
 
 import pytest
 import torch
 
-from kernels._runtime import kernel_device_type
+from kernels._runtime import interpreting, kernel_device_type
 from kernels.dlrm_interaction import dlrm_interaction
+
+EPS32 = torch.finfo(torch.float32).eps
 
 
 def _inputs(batch: int, features: int, dim: int, dense_scale: float):
@@ -38,10 +43,11 @@ def _exact_gradients(dense, sparse, grad):
     return (ddense, dz[:, 1:]), (terms[:, 0] + grad[:, :dense.shape[1]].double().abs(), terms[:, 1:])
 
 
+@pytest.mark.skipif(interpreting(), reason="the interpreter's tl.dot sums in numpy's fp32 order, not the tensor cores'")
 @pytest.mark.parametrize("features,dim,dense_scale", [(16, 32, 1e3), (26, 64, 1.0), (26, 16, 1e2)])
-def test_every_gradient_element_is_the_exact_value_rounded_once(features, dim, dense_scale):
+def test_every_gradient_element_is_within_two_eps_of_its_terms(features, dim, dense_scale):
     device = torch.device(kernel_device_type())
-    dense, sparse, grad = _inputs(13, features, dim, dense_scale)
+    dense, sparse, grad = _inputs(61, features, dim, dense_scale)
     leaves = [dense.to(device).requires_grad_(True), sparse.to(device).requires_grad_(True)]
     got = torch.autograd.grad(dlrm_interaction(*leaves), leaves, grad.to(device))
     exact, terms = _exact_gradients(dense, sparse, grad)
@@ -50,8 +56,9 @@ def test_every_gradient_element_is_the_exact_value_rounded_once(features, dim, d
         top = torch.maximum(kernel.abs(), want.abs()).float()
         half_ulp = (torch.nextafter(top, torch.tensor(float("inf"))) - top).double() / 2
         error = (kernel - want).abs()
-        bound = half_ulp + size * 2.0**-45
+        bound = half_ulp + 2 * size * EPS32
         worst = int(torch.argmax(error / bound))
         assert (error <= bound).all(), (
             f"{name} at flat index {worst}: {kernel.flatten()[worst].item()!r} against the exact "
-            f"{want.flatten()[worst].item()!r}, {float(error.flatten()[worst] / half_ulp.flatten()[worst]):.2f} half-ulps")
+            f"{want.flatten()[worst].item()!r}, {float(error.flatten()[worst] / (size.flatten()[worst] * EPS32)):.2f} "
+            f"eps of its terms")
