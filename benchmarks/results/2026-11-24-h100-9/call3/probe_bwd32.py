@@ -1,5 +1,6 @@
-"""Call 3 probe: dlrm_interaction's fp32 backward on split products (exact bf16-piece products on the tensor cores, as call 2 of 2026-11-24-h100-6 measured at 0.78 ms at dim 64), at 1, 2 or 4 samples a
-program and 2, 4 or 8 warps, at 65536 x 26 x {64, 16, 128} (tune_dlrm.py's grid cut to those).
+"""Call 3 probe: dlrm_interaction's fp32 backward on split products (exact bf16-piece products on
+the tensor cores; 2026-11-24-h100-6's call 4 measured them at 0.78 ms at dim 64), at 1 or 2 samples
+a program and 1, 2 or 4 warps, at 65536 x 26 x {64, 16, 128} (tune_dlrm.py's grid cut to those).
 
     python probe_bwd32.py OUT.json
 """
