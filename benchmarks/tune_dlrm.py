@@ -51,9 +51,9 @@ def _peer_backward(fn, dense, sparse, grad):
     """Eager's or compile's backward alone, from one forward on leaves of these inputs (repeated
     with retain_graph, which a compiled backward allows only without donated buffers: torch 2.11
     raises otherwise, results/2026-11-24-h100-9/call2)."""
-    torch._functorch.config.donated_buffer = False
     leaves = (dense.detach().requires_grad_(True), sparse.detach().requires_grad_(True))
-    out = fn(*leaves)
+    with torch._functorch.config.patch(donated_buffer=False):
+        out = fn(*leaves)
     return lambda: torch.autograd.grad(out, leaves, grad, retain_graph=True)
 
 

@@ -18,7 +18,8 @@ products come in transposed pairs: 5 tensor-core products carry bf16's 8 (4 carr
 IEEE fp32 ``tl.dot`` runs on the FMA units, from operands staged in shared memory in a layout
 Triton chooses: dlrm_interaction's fp32 forward spent its time in bank conflicts there (ncu: L1/TEX
 97% busy, 0.64x torch.compile; results/2026-11-24-h100-5/call2), and split into bf16 pieces it runs
-2.3x faster than torch.compile (results/2026-11-24-h100-6, call 3). IEEE fp32 ``tl.dot`` also
+2.3x faster than torch.compile (results/2026-11-24-h100-6, call 3), on ``split_gram`` 2.55x
+(results/2026-11-24-h100-9, call 4). IEEE fp32 ``tl.dot`` also
 rounds a running FMA sum after every term, which a split product's tensor-core sums do not.
 """
 
@@ -151,7 +152,8 @@ def split_gram(a, a_t, tail, PIECE: tl.constexpr):
     ends. Each cross product is exact and together they are below 2^-9 (bf16: 2^-6) of the
     products' magnitudes; they accumulate onto ``tail``, so each addition's fp32 rounding is that
     far below fp32's unit roundoff of the products (a tail carried over n calls adds up to n of
-    them). Left out: TF32's mid-lo, lo-mid and lo-lo, below 2^-30; bf16's lo-lo, below 2^-28.
+    them). What ``tail`` held on entry is added with its transpose too: a caller starts it at zero.
+    Left out: TF32's mid-lo, lo-mid and lo-lo, below 2^-30; bf16's lo-lo, below 2^-28.
     Infinite elements take part in head only (in the cross products their hi counts as 0), so
     that inf * 0 cannot turn into NaN there.
 

@@ -83,8 +83,8 @@ _INTERPRETING = interpreting()
 # The column tiles are unrolled (D_TILES, a constexpr): as a runtime loop, even one that ran once,
 # the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
 # code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
-# PTX for sm_90 is the same as that straight code's, instruction for instruction. The fp32 forward
-# loops past GPU_UNROLLED_FP32_TILES (below).
+# PTX for sm_90 is the same as that straight code's, instruction for instruction. fp32 loops past
+# GPU_UNROLLED_FP32_TILES (below).
 # fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
 # swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
 # 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
@@ -115,7 +115,7 @@ _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_FORWARD_WARPS = 1
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
-# fp32's forward unrolls up to this many column tiles and loops over more: each unrolled tile is
+# fp32's kernels unroll up to this many column tiles and loop over more: each unrolled tile is
 # several tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and
 # 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's
 # shards while they compiled (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16
@@ -127,9 +127,9 @@ UNROLLED_FP32_TILES = 2 if _INTERPRETING else GPU_UNROLLED_FP32_TILES
 # and loops over more, for its compile time as above; under the interpreter it loops past 16 rows.
 GPU_UNROLLED_FP32_K_TILES = 2
 UNROLLED_FP32_K_TILES = 1 if _INTERPRETING else GPU_UNROLLED_FP32_K_TILES
-# The piece type of fp32's split products (split_gram): with bf16 pieces the forward took 22-28%
-# less time than with TF32's (8 products 16 deep an instruction against 6 of 8; call 2), at a lower
-# error.
+# The piece type of fp32's split products (both kernels): with bf16 pieces the forward took 22-28%
+# less time than with TF32's (8 products 16 deep an instruction against 6 of 8;
+# results/2026-11-24-h100-6, call 2), at a lower error.
 _PIECE = tl.constexpr("bf16")
 
 
@@ -219,13 +219,18 @@ def _load_z(DENSE, SPARSE, offs_b, offs_t, offs_d, B, F, D, sd_b, sd_d, ss_b, ss
 
 
 @triton.jit
+def _matrix(x):
+    """A (1, M, N) tile as (M, N)."""
+    return tl.reshape(x, [x.shape[1], x.shape[2]])
+
+
+@triton.jit
 def _split_product(a, b, tail, BLOCK_B: tl.constexpr):
-    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles: (head, tail),
-    a batch of one as a 2-D product (as :func:`_split_gram`)."""
+    """:func:`split_dot` of batched (BLOCK_B, M, K) and (BLOCK_B, K, N) fp32 tiles: (head, tail). A
+    batch of one is taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each
+    warp whole samples, so the warps of a one-sample program would all compute the same one."""
     if BLOCK_B == 1:
-        a2 = tl.reshape(a, [a.shape[1], a.shape[2]])
-        b2 = tl.reshape(b, [b.shape[1], b.shape[2]])
-        head, tail2 = split_dot(a2, b2, tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
+        head, tail2 = split_dot(_matrix(a), _matrix(b), _matrix(tail), _PIECE)
         return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
     else:
         return split_dot(a, b, tail, _PIECE)
@@ -233,12 +238,11 @@ def _split_product(a, b, tail, BLOCK_B: tl.constexpr):
 
 @triton.jit
 def _split_gram(z, tail, BLOCK_B: tl.constexpr):
-    """:func:`split_gram` of a batched (BLOCK_B, T, K) fp32 tile: (head, tail). A batch of one is
-    taken as a 2-D product: a batched ``tl.dot`` on the tensor cores gives each warp whole samples,
-    so the warps of a one-sample program would all compute the same one."""
+    """:func:`split_gram` of a batched (BLOCK_B, T, K) fp32 tile: (head, tail), a batch of one as a
+    2-D product (as :func:`_split_product`)."""
     if BLOCK_B == 1:
-        z2 = tl.reshape(z, [z.shape[1], z.shape[2]])
-        head, tail2 = split_gram(z2, tl.trans(z2), tl.reshape(tail, [tail.shape[1], tail.shape[2]]), _PIECE)
+        z2 = _matrix(z)
+        head, tail2 = split_gram(z2, tl.trans(z2), _matrix(tail), _PIECE)
         return tl.reshape(head, tail.shape), tl.reshape(tail2, tail.shape)
     else:
         return split_gram(z, tl.permute(z, (0, 2, 1)), tail, _PIECE)
@@ -310,6 +314,18 @@ def _symmetric_grad(grad_row, sg_c, b_ok, rows, cols, D, F):
 
 
 @triton.jit
+def _grad_k_tile(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile, dz, tail, B, F, D,
+                  sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B: tl.constexpr):
+    """fp32's (dz, tail) after the PARTIAL_TERMS rows of Z of ``k_tile``: the split product of
+    those columns of G + G^T and those rows of Z, its head added to dz in fp64."""
+    offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
+    g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
+    z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
+    head, tail = _split_product(g, z, tail, BLOCK_B)
+    return dz + head.to(tl.float64), tail
+
+
+@triton.jit
 def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_t, d_tile, B, F, D,
                sd_b, sd_d, ss_b, ss_f, ss_d, sg_c,
                BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, WIDE_SUM: tl.constexpr,
@@ -326,12 +342,12 @@ def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_
         tail = tl.zeros([BLOCK_B, BLOCK_T, BLOCK_D], tl.float32)
         if LOOP_K:
             for k_tile in range(0, BLOCK_T // PARTIAL_TERMS):
-                dz, tail = _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
-                                      dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
+                dz, tail = _grad_k_tile(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
+                                        dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
         else:
             for k_tile in tl.static_range(BLOCK_T // PARTIAL_TERMS):
-                dz, tail = _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
-                                      dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
+                dz, tail = _grad_k_tile(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile,
+                                        dz, tail, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B)
         dz += tail.to(tl.float64)
     else:
         g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_t, D, F)
@@ -369,18 +385,6 @@ def _interaction_bwd_kernel(
                        sd_b, sd_d, ss_b, ss_f, ss_d, sg_c, BLOCK_B, BLOCK_T, BLOCK_D, WIDE_SUM, LOOP_K)
 
 
-@triton.jit
-def _grad_rows(DENSE, SPARSE, grad_row, sg_c, b_ok, offs_b, offs_t, offs_d, k_tile, dz, tail, B, F, D,
-               sd_b, sd_d, ss_b, ss_f, ss_d, BLOCK_B: tl.constexpr):
-    """fp32's (dz, tail) after the PARTIAL_TERMS rows of Z of ``k_tile``: the split product of
-    those columns of G + G^T and those rows of Z, its head added to dz in fp64."""
-    offs_k = k_tile * PARTIAL_TERMS + tl.arange(0, PARTIAL_TERMS)
-    g = _symmetric_grad(grad_row, sg_c, b_ok, offs_t, offs_k, D, F)
-    z, _ = _load_z(DENSE, SPARSE, offs_b, offs_k, offs_d, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d)
-    head, tail = _split_product(g, z, tail, BLOCK_B)
-    return dz + head.to(tl.float64), tail
-
-
 def column_tiles(d_tiles: int, dtype: torch.dtype, unrolled: int | None = None) -> dict:
     """Both kernels' constexprs for ``d_tiles`` column tiles: D_TILES, WIDE_SUM (fp32) and LOOP_D
     (fp32 past ``unrolled`` tiles, by default this backend's UNROLLED_FP32_TILES)."""
@@ -389,7 +393,7 @@ def column_tiles(d_tiles: int, dtype: torch.dtype, unrolled: int | None = None) 
     return dict(D_TILES=d_tiles, WIDE_SUM=wide, LOOP_D=wide and d_tiles > limit)
 
 
-def k_loop(block_t: int, dtype: torch.dtype, unrolled: int | None = None) -> bool:
+def loop_k(block_t: int, dtype: torch.dtype, unrolled: int | None = None) -> bool:
     """LOOP_K of the backward: fp32 loops over its PARTIAL_TERMS-row tiles of Z past ``unrolled``
     of them (by default this backend's UNROLLED_FP32_K_TILES)."""
     limit = UNROLLED_FP32_K_TILES if unrolled is None else unrolled
@@ -431,7 +435,7 @@ def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = No
             dense, sparse, grad, ddense, dsparse, batch, features, dim,
             *dense.stride(), *sparse.stride(), *grad.stride(),
             BLOCK_B=block_b, BLOCK_T=block_t, BLOCK_D=block_d, **column_tiles(triton.cdiv(dim, block_d), dense.dtype),
-            LOOP_K=k_loop(block_t, dense.dtype), num_warps=warps,
+            LOOP_K=loop_k(block_t, dense.dtype), num_warps=warps,
         )
     return ddense, dsparse
 

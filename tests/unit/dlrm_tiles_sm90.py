@@ -54,8 +54,8 @@ def compile_tile(kernel, n_pointers: int, dtype: str, block_b: int, block_t: int
     tile and warps."""
     names = kernel.arg_names
     tiles = dlrm.column_tiles(d_tiles, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_TILES)
-    k_loop = dlrm.k_loop(block_t, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_K_TILES)
-    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "LOOP_K": k_loop, **tiles}
+    looped_k = dlrm.loop_k(block_t, _TORCH_DTYPES[dtype], dlrm.GPU_UNROLLED_FP32_K_TILES)
+    constexprs = {"BLOCK_B": block_b, "BLOCK_T": block_t, "BLOCK_D": block_d, "LOOP_K": looped_k, **tiles}
     constexprs = {n: v for n, v in constexprs.items() if n in names}  # LOOP_K: the backward's
     signature = {n: ("*" + dtype if i < n_pointers else "i32") for i, n in enumerate(names) if n not in constexprs}
     signature |= {n: "constexpr" for n in constexprs}

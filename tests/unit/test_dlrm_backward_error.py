@@ -17,6 +17,7 @@ import torch
 
 from kernels._runtime import interpreting, kernel_device_type
 from kernels.dlrm_interaction import dlrm_interaction
+from references.dlrm_interaction import dlrm_interaction as reference, gradient_term_magnitudes
 
 EPS32 = torch.finfo(torch.float32).eps
 
@@ -31,17 +32,12 @@ def _inputs(batch: int, features: int, dim: int, dense_scale: float):
 
 
 def _exact_gradients(dense, sparse, grad):
-    """(ddense, dsparse) in fp64 from the fp32 inputs, and each element's sum of |terms|."""
-    t = sparse.shape[1] + 1
-    z = torch.cat([dense[:, None], sparse], dim=1).double()
-    rows, cols = torch.tril_indices(t, t, -1)
-    g = torch.zeros(z.shape[0], t, t, dtype=torch.float64)
-    g[:, rows, cols] = grad[:, dense.shape[1]:].double()
-    sym = g + g.transpose(1, 2)
-    dz = sym @ z
-    terms = sym.abs() @ z.abs()
-    ddense = grad[:, :dense.shape[1]].double() + dz[:, 0]
-    return (ddense, dz[:, 1:]), (terms[:, 0] + grad[:, :dense.shape[1]].double().abs(), terms[:, 1:])
+    """(ddense, dsparse) in fp64 from the fp32 inputs (autograd through the reference), and each
+    element's sum of |terms| (the spec's ``gradient_term_magnitudes``)."""
+    leaves = [dense.double().requires_grad_(True), sparse.double().requires_grad_(True)]
+    exact = torch.autograd.grad(reference(*leaves), leaves, grad.double())
+    terms = gradient_term_magnitudes(dense.double(), sparse.double(), (grad.double(),))
+    return exact, (terms["dense"], terms["sparse"])
 
 
 @pytest.mark.skipif(interpreting(), reason="the interpreter's tl.dot sums in numpy's fp32 order, not the tensor cores'")

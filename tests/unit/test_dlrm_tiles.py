@@ -62,7 +62,7 @@ def _split_chain_links(kernel: str, tile: str) -> int:
     if kernel == "forward":
         return SPLIT_GRAM_CROSS_PRODUCTS * d_trips - 1
     k_tiles = block_t // dlrm.PARTIAL_TERMS.value
-    k_trips = 1 if dlrm.k_loop(block_t, torch.float32, dlrm.GPU_UNROLLED_FP32_K_TILES) else k_tiles
+    k_trips = 1 if dlrm.loop_k(block_t, torch.float32, dlrm.GPU_UNROLLED_FP32_K_TILES) else k_tiles
     return d_trips * (SPLIT_DOT_CROSS_PRODUCTS * k_trips - 1)
 
 

@@ -3,8 +3,9 @@ and gives the bits the masked kernel gives.
 
 A batch of whole row tiles with rows exactly one block wide launches the forward with constant
 masks, which Triton folds away. The same rows inside a batch one row longer (its last tile partial)
-take the masked kernel; each row's arithmetic is the same, so the outputs and the statistics must
-match bit for bit, for each op, on the kernels' device.
+take the masked kernel; each row's arithmetic is the same, so every output the forward writes (the
+normalised rows, dropout-add-norm's sum and keep-mask, and the statistics) must match bit for bit,
+for each kind of norm, on the kernels' device.
 """
 
 import pytest
@@ -12,20 +13,36 @@ import torch
 
 import kernels._norm as norm
 from kernels._runtime import kernel_device_type
-from tests.unit.test_norm_forward_only import _OPS
+
+_KINDS = {  # forward's keyword arguments besides the inputs
+    "layer_norm": dict(rms=False),
+    "rms_norm": dict(rms=True, w_offset=1.0),
+    "dropout_add_norm": dict(rms=False, dropout=norm.Dropout.of(0.25, 7), store_sum=True, store_mask=True),
+}
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("op", list(_OPS))
-def test_even_tiles_give_the_masked_kernels_bits(op, dtype):
+@pytest.mark.parametrize("kind", list(_KINDS))
+def test_even_tiles_give_the_masked_kernels_bits(kind, dtype, monkeypatch):
     n = min(norm._fwd_limits().max_block, 256)  # one block a row, several rows a tile
-    tile = norm._tile(n, dtype, backward=False, dropout=op == "dropout_add_norm")
+    dropout = kind == "dropout_add_norm"
+    tile = norm._tile(n, dtype, backward=False, dropout=dropout)
     rows = 2 * tile.rows
-    assert norm.even_tiles(rows, n, tile) and not norm.even_tiles(rows + 1, n, tile), tile
     gen = torch.Generator().manual_seed(n)
     device = kernel_device_type()
     x, r = (torch.randn(rows + 1, n, generator=gen).to(device=device, dtype=dtype) for _ in range(2))
     w, b = (torch.randn(n, generator=gen).to(device=device, dtype=dtype) for _ in range(2))
-    even = _OPS[op](x[:rows], w, b, r[:rows])
-    masked = _OPS[op](x, w, b, r)[:rows]
-    assert torch.equal(even, masked)
+    launched = []
+    even_tiles = norm.even_tiles
+    monkeypatch.setattr(norm, "even_tiles", lambda *args: launched.append(even_tiles(*args)) or launched[-1])
+
+    def forward(count):
+        extra = dict(residual=r[:count], xbias=b) if dropout else {}
+        return norm.forward(x[:count], w, b, eps=1e-5, **_KINDS[kind], **extra)
+
+    even, masked = forward(rows), forward(rows + 1)
+    assert launched == [True, False], f"the forward launched EVEN={launched} (tile {tile})"
+    assert torch.equal(even.y, masked.y[:rows])
+    assert torch.equal(even.stats, masked.stats[:, :rows])
+    if dropout:
+        assert torch.equal(even.s, masked.s[:rows]) and torch.equal(even.mask, masked.mask[:rows])

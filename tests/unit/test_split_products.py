@@ -140,7 +140,7 @@ def test_each_product_of_split_gram_is_all_there(scale, piece):
     assert torch.equal(head.double(), _head(a, piece) @ _head(a, piece).T), "head is not hi(a) @ hi(a)^T, exactly"
     got = head.double() + tail.double() + tail.double().T
     want = start.double() + start.double().T + exact
-    bound = exact.abs() * 2 * LEFT_OUT[piece] + (2 * start.double().abs().max() + exact.abs() * 2.0**-6) * 2.0**-22
+    bound = exact.abs() * 2 * LEFT_OUT[piece] + (start.double().abs() + start.double().abs().T + exact.abs() * 2.0**-6) * 2.0**-22
     error = (got - want).abs()
     worst = int(torch.argmax(error / bound))
     assert (error <= bound).all(), (
