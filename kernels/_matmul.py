@@ -19,8 +19,8 @@ IEEE fp32 ``tl.dot`` runs on the FMA units, from operands staged in shared memor
 Triton chooses: dlrm_interaction's fp32 forward spent its time in bank conflicts there (ncu: L1/TEX
 97% busy, 0.64x torch.compile; results/2026-11-24-h100-5/call2), and split into bf16 pieces it runs
 2.3x faster than torch.compile (results/2026-11-24-h100-6, call 3), on ``split_gram`` 2.55x
-(results/2026-11-24-h100-9, call 4). IEEE fp32 ``tl.dot`` also
-rounds a running FMA sum after every term, which a split product's tensor-core sums do not.
+(results/2026-11-24-h100-9, call 4). IEEE fp32 ``tl.dot`` also rounds a running FMA sum after
+every term, which a split product's tensor-core sums do not.
 """
 
 from __future__ import annotations

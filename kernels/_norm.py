@@ -28,7 +28,8 @@ forward kernel and one backward kernel serve all of them, specialised by ``tl.co
 Forward (:func:`forward`): a row that fits one block (up to 16384 columns on a GPU) is read once,
 held in registers and written once; the statistics of each row (``K``, ``m``, ``rstd``) are stored
 for the backward (3 values a row in the statistics' dtype), unless no backward will read them
-(``store_stats``). Several short rows share a program. A wider row is streamed twice: statistics,
+(``store_stats``). Several short rows share a program; where every tile is full and the rows are
+short, the kernel masks nothing (:func:`even_tiles`). A wider row is streamed twice: statistics,
 then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
 
 Backward (:func:`backward`): one pass over rows that fit one block. Each program walks a fixed
