@@ -102,6 +102,13 @@ def _piece_dot(a, b, acc, PIECE: tl.constexpr):
 
 
 @triton.jit
+def _finite(hi):
+    """A head with its infinities as 0, for the cross products (an infinity's mid and lo are 0, and
+    inf * 0 would be NaN there)."""
+    return tl.where(tl.abs(hi) <= _FP32_MAX, hi, 0.0)
+
+
+@triton.jit
 def split_dot(a, b, tail, PIECE: tl.constexpr):
     """(head, tail + rest) of fp32 ``a @ b`` (2-D or batched 3-D tiles) on the tensor cores, with
     ``a @ b == head + rest`` but for terms below 2^-29 (bf16 pieces: 2^-28) of each product.
@@ -122,8 +129,8 @@ def split_dot(a, b, tail, PIECE: tl.constexpr):
     a_hi, a_mid, a_lo = split_pieces(a, PIECE)
     b_hi, b_mid, b_lo = split_pieces(b, PIECE)
     head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
-    a_fin = tl.where(tl.abs(a_hi) <= _FP32_MAX, a_hi, 0.0)
-    b_fin = tl.where(tl.abs(b_hi) <= _FP32_MAX, b_hi, 0.0)
+    a_fin = _finite(a_hi)
+    b_fin = _finite(b_hi)
     if PIECE == "bf16":
         tail = _piece_dot(a_mid, b_lo, tail, PIECE)
         tail = _piece_dot(a_lo, b_mid, tail, PIECE)
@@ -162,7 +169,7 @@ def split_gram(a, a_t, tail, PIECE: tl.constexpr):
     hi, mid, lo = split_pieces(a, PIECE)
     hi_t, mid_t, lo_t = split_pieces(a_t, PIECE)
     head = _piece_dot(hi, hi_t, tl.zeros(tail.shape, tl.float32), PIECE)
-    hi_t_fin = tl.where(tl.abs(hi_t) <= _FP32_MAX, hi_t, 0.0)
+    hi_t_fin = _finite(hi_t)
     if PIECE == "bf16":
         tail = _piece_dot(mid, lo_t, tail, PIECE)
     tail = _piece_dot(mid, mid_t * 0.5, tail, PIECE)

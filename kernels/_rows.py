@@ -484,6 +484,12 @@ def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits
     return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 
+def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False) -> RowTile:
+    """The tile of an elementwise forward (or ``backward``) kernel on rows of ``n`` ``dtype``
+    values, from :func:`elementwise_limits`."""
+    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward))
+
+
 def elementwise_block_boundaries() -> tuple[int, ...]:
     """Row lengths where any elementwise tiling (forward, fp32 forward, backward) changes."""
     tilings = (elementwise_limits(torch.float16), elementwise_limits(torch.float32),

@@ -107,7 +107,7 @@ def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
     if out.numel() == 0:
         return out
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
-    tile = _rows.row_tile(xl.n, x.element_size(), _rows.elementwise_limits(x.dtype))
+    tile = _rows.elementwise_tile(xl.n, x.dtype)
     with _rows.launch_guard(x):
         _add_mul_act_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,
@@ -130,7 +130,7 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     if grad_x.numel() == 0:
         return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)
     xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
-    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits(x.dtype, backward=True))
+    tile = _rows.elementwise_tile(n, x.dtype, backward=True)
     row_tiles = triton.cdiv(xl.rows, tile.rows)
     bias = bias.contiguous()
     partials = _activations.launch_bias_grad(

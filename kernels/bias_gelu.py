@@ -87,7 +87,7 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
     if out.numel() == 0:
         return out
     xl = _rows.row_layout(x)
-    tile = _rows.row_tile(xl.n, x.element_size(), _rows.elementwise_limits(x.dtype))
+    tile = _rows.elementwise_tile(xl.n, x.dtype)
     with _rows.launch_guard(x):
         _bias_gelu_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),
@@ -104,7 +104,7 @@ def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch
     if grad_x.numel() == 0:
         return grad_x, torch.zeros((1, n), dtype=torch.float64, device=x.device)
     xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
-    tile = _rows.row_tile(n, x.element_size(), _rows.elementwise_limits(x.dtype, backward=True))
+    tile = _rows.elementwise_tile(n, x.dtype, backward=True)
     row_tiles = triton.cdiv(xl.rows, tile.rows)
     bias = bias.contiguous()
     partials = _activations.launch_bias_grad(

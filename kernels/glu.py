@@ -67,7 +67,7 @@ def _glu_bwd_kernel(
 
 
 def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool):
-    tile = _rows.row_tile(layout.n, dtype.itemsize, _rows.elementwise_limits(dtype, backward))
+    tile = _rows.elementwise_tile(layout.n, dtype, backward)
     return tile, _rows.tile_grid(layout.rows, tile)
 
 

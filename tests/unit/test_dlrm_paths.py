@@ -17,7 +17,8 @@ import torch
 
 import kernels.dlrm_interaction as dlrm
 from kernels._runtime import kernel_device_type
-from references.dlrm_interaction import dlrm_interaction as reference, gradient_term_magnitudes, term_magnitudes
+from references.dlrm_interaction import dlrm_interaction as reference, term_magnitudes
+from tests.unit.test_dlrm_backward_error import _exact_gradients
 
 EPS32 = torch.finfo(torch.float32).eps
 
@@ -50,9 +51,7 @@ def test_one_sample_and_batched_backward_programs_match_the_exact_gradients(bloc
     _, block_t, block_d, warps = dlrm._launch(features, dim, torch.float32, "backward")
     device = torch.device(kernel_device_type())
     got = dlrm._backward(dense.to(device), sparse.to(device), grad.to(device), launch=(block_b, block_t, block_d, warps))
-    leaves = [dense.double().requires_grad_(True), sparse.double().requires_grad_(True)]
-    exact = torch.autograd.grad(reference(*leaves), leaves, grad.double())
-    terms = gradient_term_magnitudes(dense.double(), sparse.double(), (grad.double(),))
-    for name, kernel, want in zip(("dense", "sparse"), got, exact):
-        units = (kernel.cpu().double() - want).abs() / (EPS32 * terms[name])
+    exact, terms = _exact_gradients(dense, sparse, grad)
+    for name, kernel, want, size in zip(("dense", "sparse"), got, exact, terms):
+        units = (kernel.cpu().double() - want).abs() / (EPS32 * size)
         assert units.max() <= 4.0, f"grad {name}: {units.max():.2f} units of eps * sum |terms| off"
