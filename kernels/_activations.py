@@ -52,7 +52,6 @@ _TWO_SQRT_2_OVER_PI = tl.constexpr(2.0 * math.sqrt(2.0 / math.pi))
 _GELU_C = tl.constexpr(0.044715)
 _SQRT2 = tl.constexpr(math.sqrt(2.0))
 _TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
-_SQRT1_2 = tl.constexpr(math.sqrt(0.5))
 _NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
 # erfc(a) underflows to 0 in fp32 for a above ~10.05 (the polynomial's range ends at 10.066), that
@@ -69,7 +68,10 @@ _ERFC_ZERO_ABOVE_Z = tl.constexpr(10.06 * math.sqrt(2.0))
 @triton.jit
 def sigmoid_and_slope(z, PRECISE: tl.constexpr):
     """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z), from exp(-|z|) (no overflow)."""
-    e = _rows.exp(-tl.abs(z), PRECISE)
+    if PRECISE:
+        e = _rows.exp_wide(-tl.abs(z))
+    else:
+        e = _rows.exp(-tl.abs(z), PRECISE)
     inv = _rows.reciprocal_moderate(1.0 + e, PRECISE)
     return tl.where(z >= 0, inv, e * inv), e * inv * inv
 
@@ -140,19 +142,6 @@ def _erfc_w_fast(q):
 
 
 @triton.jit
-def _erf_small(t):
-    """erf(t) / 2 for |t| <= 0.5 as t * P(t^2), P a degree-5 Chebyshev fit of erf(t) / 2t in t^2
-    (relative error 1.2e-11; evaluated in fp64)."""
-    s = t * t
-    p = s * -0.00038461661103541596 + 0.0026001378156169136
-    p = p * s + -0.013431556346484241
-    p = p * s + 0.05641886870363861
-    p = p * s + -0.18806319258534732
-    p = p * s + 0.564189583540988
-    return t * p
-
-
-@triton.jit
 def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
     """(Phi(z), exp(-z^2 / 2)) in z's dtype (fp64 with PRECISE, fp32 without; see above): Phi(z) =
     erfc(a) / 2 for z <= 0, a = |z| / sqrt(2), and 1 - erfc(a) / 2 above. Written in |z| itself:
@@ -164,9 +153,9 @@ def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
     num = c + _TWO_SQRT2
     den = c * _SQRT2 + 1.0
     if PRECISE:
-        e = tl.exp(z * z * -0.5)
-        # q and 1 / den from one fp64 division
-        inv = 1.0 / (num * den)
+        e = _rows.exp_wide(z * z * -0.5)
+        # q and 1 / den from one reciprocal
+        inv = _rows.reciprocal_moderate(num * den, PRECISE)
         r = e * (_erfc_w_precise((c - _TWO_SQRT2) * den * inv) * num * inv)
         # past the polynomial's range erfc is below fp32's least subnormal: 0 (NaN stays NaN)
         r = tl.where(y > _ERFC_ZERO_ABOVE_Z, 0.0, r)
@@ -177,11 +166,7 @@ def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
         # 16-bit results: past the range r is ~1e-44, below any 16-bit value's half ulp, so the
         # select that makes it 0 would change no output
         r = e * (_erfc_w_fast(q) * _rows.reciprocal_moderate(den, PRECISE))
-    r = tl.where(z > 0, 1.0 - r, r)
-    if PRECISE:
-        # |z| <= sqrt(2) / 2: (1 + erf(z / sqrt(2))) / 2 rounds once near 1/2 and cannot cancel
-        r = tl.where(y <= _SQRT2 * 0.5, 0.5 + _erf_small(z * _SQRT1_2), r)
-    return r, e
+    return tl.where(z > 0, 1.0 - r, r), e
 
 
 @triton.jit

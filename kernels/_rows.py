@@ -233,6 +233,50 @@ def exp(x, PRECISE: tl.constexpr):
         return tl.exp(x)
 
 
+# exp_wide: the same reduction in fp64, for the activations that run in fp64 because their results
+# are fp32 (kernels/_activations.py). k = round(x / ln 2) comes from adding 1.5 * 2^52 (the sum's
+# low mantissa bits are k, so the integer is read from its bits without a conversion, which runs at
+# a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step (|k| <= 1075, so the
+# rounding of ln 2 to fp64 costs under 2e-14 of f); e^f a degree-8 Taylor polynomial (truncation
+# error under 3e-10 relative on |f| <= ln(2)/2). About 1e-10 in all: far below the fp32 half ulp
+# (6e-8) its callers round to, and 12 fp64 operations where libdevice's correctly rounded exp
+# takes 16 plus a branch for large arguments.
+_ROUND_TO_INT_FP64 = tl.constexpr(6755399441055744.0)  # 1.5 * 2^52
+_ROUND_TO_INT_FP64_BITS = tl.constexpr(0x4338000000000000)  # its bit pattern
+_LN2 = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def _pow2_fp64(n):
+    """2**n for an int64 n in [-1022, 1023], exactly (from the exponent bits)."""
+    return ((n + 1023) << 52).to(tl.float64, bitcast=True)
+
+
+@triton.jit
+def exp_wide(x):
+    """e**x of fp64 ``x <= 0`` to about 1e-10 relative, for results rounded to fp32 (see above).
+
+    exp(-inf) = 0 and exp(NaN) = NaN. Below -746 e^x rounds to 0 in fp64; the clamp there keeps k
+    where two exact powers of two reach it (and their product is then exactly 0). Positive x is
+    outside the contract (its callers pass -|z| and -z^2 / 2): nothing keeps 2^k from overflowing.
+    """
+    x = tl.where(x < -746.0, -746.0, x)
+    t = x * _LOG2E + _ROUND_TO_INT_FP64
+    kf = t - _ROUND_TO_INT_FP64
+    k = t.to(tl.int64, bitcast=True) - _ROUND_TO_INT_FP64_BITS
+    f = x - kf * _LN2
+    p = f * (1.0 / 40320.0) + 1.0 / 5040.0
+    p = p * f + 1.0 / 720.0
+    p = p * f + 1.0 / 120.0
+    p = p * f + 1.0 / 24.0
+    p = p * f + 1.0 / 6.0
+    p = p * f + 0.5
+    p = p * f + 1.0
+    p = p * f + 1.0
+    half = k >> 1
+    return p * _pow2_fp64(half) * _pow2_fp64(k - half)
+
+
 @triton.jit
 def div(a, b, PRECISE: tl.constexpr):
     """a / b, correctly rounded (IEEE) with PRECISE and fp32 operands; Triton's ``/`` otherwise."""
@@ -402,7 +446,15 @@ def reciprocal_moderate(b, PRECISE: tl.constexpr):
     data). In [1, 2**126] the fix-ups never apply, so the result is the same approximation. The
     interpreter runs no PTX and divides in numpy.
     """
-    if PRECISE or not _NATIVE_RCP:
+    if PRECISE and _NATIVE_RCP:
+        # rcp.approx.ftz.f64 (MUFU.RCP64H and a few bits more) and one cubic correction
+        # r (1 + e + e^2), e = 1 - b r: its error cubed, about 1e-15 if the seed's is 1e-5; three
+        # fma where IEEE division (div.rn.f64) takes nine fp64 operations and a slow-path branch.
+        r = tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [b], dtype=tl.float64,
+                                      is_pure=True, pack=1)
+        e = 1.0 - b * r
+        return r + r * (e * e + e)
+    elif PRECISE or not _NATIVE_RCP:
         return 1.0 / b
     else:
         return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [b], dtype=tl.float32,
