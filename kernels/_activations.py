@@ -54,10 +54,10 @@ _SQRT2 = tl.constexpr(math.sqrt(2.0))
 _TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
 _NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
-# erfc(a) underflows to 0 in fp32 for a above ~10.05 (the polynomial's range ends at 10.066), that
-# is |z| above 10.06 sqrt(2); in fp64 it is ~1e-45 there, which still rounds to 0 or the least
-# fp32 subnormal.
-_ERFC_ZERO_ABOVE_Z = tl.constexpr(10.06 * math.sqrt(2.0))
+# erfc's polynomial is fitted up to a = 10.066, |z| = 10.066 sqrt(2) = 14.23, where erfc(a) is below
+# 1e-45 (fp32's least subnormal is 1.4e-45); past it |z| is clamped to the fit's end, which keeps the
+# polynomial in range while exp(-z^2 / 2) takes the value on down to 0.
+_ERFC_FIT_END_Z = tl.constexpr(10.06 * math.sqrt(2.0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -149,16 +149,16 @@ def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
     1 + 2a = 1 + sqrt(2) |z|, so a is never formed; the polynomials carry erfc's halving (exactly,
     a power of two)."""
     y = tl.abs(z)
-    c = tl.minimum(y, _ERFC_ZERO_ABOVE_Z)  # keeps the polynomial in range; e is ~0 past it anyway
+    c = tl.minimum(y, _ERFC_FIT_END_Z)
     num = c + _TWO_SQRT2
     den = c * _SQRT2 + 1.0
     if PRECISE:
         e = _rows.exp_wide(z * z * -0.5)
         # q and 1 / den from one reciprocal
         inv = _rows.reciprocal_moderate(num * den, PRECISE)
+        # past the polynomial's range (|z| > 14.23) the clamped c only keeps it there: e is below
+        # 1e-44 and the value below fp32's least subnormals (and NaN stays NaN through e)
         r = e * (_erfc_w_precise((c - _TWO_SQRT2) * den * inv) * num * inv)
-        # past the polynomial's range erfc is below fp32's least subnormal: 0 (NaN stays NaN)
-        r = tl.where(y > _ERFC_ZERO_ABOVE_Z, 0.0, r)
     else:
         e = tl.math.exp2(z * z * _NEG_HALF_LOG2E)
         # two approximate reciprocals: fewer multiplies than sharing one, and within 1 ulp each

@@ -236,45 +236,41 @@ def exp(x, PRECISE: tl.constexpr):
 # exp_wide: the same reduction in fp64, for the activations that run in fp64 because their results
 # are fp32 (kernels/_activations.py). k = round(x / ln 2) comes from adding 1.5 * 2^52 (the sum's
 # low mantissa bits are k, so the integer is read from its bits without a conversion, which runs at
-# a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step (|k| <= 1075, so the
-# rounding of ln 2 to fp64 costs under 2e-14 of f); e^f a degree-8 Taylor polynomial (truncation
-# error under 3e-10 relative on |f| <= ln(2)/2). About 1e-10 in all: far below the fp32 half ulp
-# (6e-8) its callers round to, and 12 fp64 operations where libdevice's correctly rounded exp
-# takes 16 plus a branch for large arguments.
+# a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step (|k| <= 1077, so the
+# rounding of ln 2 to fp64 costs under 2e-14 of f); e^f a degree-7 Chebyshev fit (relative error
+# 5.5e-11 on |f| <= ln(2)/2; degree 6 would be 2.5e-9). Its coefficients carry 2^-64, so that one
+# power of two, 2^(k + 64), normal for every k down to -1077, scales the result in one product. In
+# all about 1e-10: far below the fp32 half ulp (6e-8) its callers round to, in 11 fp64 operations
+# where libdevice's correctly rounded exp takes 16 and a branch for large arguments.
 _ROUND_TO_INT_FP64 = tl.constexpr(6755399441055744.0)  # 1.5 * 2^52
 _ROUND_TO_INT_FP64_BITS = tl.constexpr(0x4338000000000000)  # its bit pattern
 _LN2 = tl.constexpr(0.6931471805599453)
-
-
-@triton.jit
-def _pow2_fp64(n):
-    """2**n for an int64 n in [-1022, 1023], exactly (from the exponent bits)."""
-    return ((n + 1023) << 52).to(tl.float64, bitcast=True)
+_EXP_FIT = (0.00019907569310848288, 0.0013948578326459795, 0.008333283538708528, 0.041666218319291945,
+            0.16666666786308587, 0.5000000107729166, 0.999999999995509, 0.9999999999595618)
+_E7, _E6, _E5, _E4, _E3, _E2, _E1, _E0 = (tl.constexpr(c * 2.0**-64) for c in _EXP_FIT)
 
 
 @triton.jit
 def exp_wide(x):
     """e**x of fp64 ``x <= 0`` to about 1e-10 relative, for results rounded to fp32 (see above).
 
-    exp(-inf) = 0 and exp(NaN) = NaN. Below -746 e^x rounds to 0 in fp64; the clamp there keeps k
-    where two exact powers of two reach it (and their product is then exactly 0). Positive x is
-    outside the contract (its callers pass -|z| and -z^2 / 2): nothing keeps 2^k from overflowing.
+    exp(-inf) = 0 and exp(NaN) = NaN. Below -746 e^x rounds to 0 in fp64, and so does the clamped
+    argument's value. Positive x is outside the contract (the callers pass -|z| and -z^2 / 2):
+    nothing keeps 2^(k + 64) from overflowing there.
     """
     x = tl.where(x < -746.0, -746.0, x)
     t = x * _LOG2E + _ROUND_TO_INT_FP64
     kf = t - _ROUND_TO_INT_FP64
     k = t.to(tl.int64, bitcast=True) - _ROUND_TO_INT_FP64_BITS
     f = x - kf * _LN2
-    p = f * (1.0 / 40320.0) + 1.0 / 5040.0
-    p = p * f + 1.0 / 720.0
-    p = p * f + 1.0 / 120.0
-    p = p * f + 1.0 / 24.0
-    p = p * f + 1.0 / 6.0
-    p = p * f + 0.5
-    p = p * f + 1.0
-    p = p * f + 1.0
-    half = k >> 1
-    return p * _pow2_fp64(half) * _pow2_fp64(k - half)
+    p = f * _E7 + _E6
+    p = p * f + _E5
+    p = p * f + _E4
+    p = p * f + _E3
+    p = p * f + _E2
+    p = p * f + _E1
+    p = p * f + _E0
+    return p * ((k + (1023 + 64)) << 52).to(tl.float64, bitcast=True)
 
 
 @triton.jit
@@ -512,6 +508,12 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # with the 16-bit tile, tanh 0.2546 against 0.3181; SwiGLU at 4096 x 11008 0.2008 against 0.2208;
 # add_mul_act's relu (only its sum in fp64, no fp64 activation) within 1% at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
+# Exact gelu's fp32 forward (erfc's polynomial, an exp and a reciprocal, all fp64: the fp64 lanes
+# bound it, not the bytes) is fastest with 16 elements a thread (2 warps for a 1024-wide row):
+# the polynomials' fp64 constants, set up once a thread, serve 16 elements, and each thread has 16
+# independent chains to hide the fp64 latency with. At 4096 x 16384 (results/2026-11-24-h100-10,
+# call 1): 0.2555 ms against 0.2856 with the tile above; tanh and SwiGLU 6-7% slower with it.
+ELEMENTWISE_ERF_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=64)
 # Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
 # inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
 # glu's backward, which has no such grid, was not swept.
@@ -526,24 +528,28 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 )
 
 
-def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits:
-    """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
-    backend (fp32 forwards, evaluated in fp64, have their own)."""
+def elementwise_limits(dtype: torch.dtype, backward: bool = False, activation: str | None = None) -> TileLimits:
+    """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows applying
+    ``activation`` for the current backend (fp32 forwards, evaluated in fp64, have their own, and
+    exact gelu's fp32 forward its own again)."""
     if backward:
         gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
+    elif dtype != torch.float32:
+        gpu = ELEMENTWISE_GPU_LIMITS
     else:
-        gpu = ELEMENTWISE_PRECISE_GPU_LIMITS if dtype == torch.float32 else ELEMENTWISE_GPU_LIMITS
+        gpu = ELEMENTWISE_ERF_GPU_LIMITS if activation == "gelu" else ELEMENTWISE_PRECISE_GPU_LIMITS
     return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 
-def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False) -> RowTile:
+def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False, activation: str | None = None) -> RowTile:
     """The tile of an elementwise forward (or ``backward``) kernel on rows of ``n`` ``dtype``
-    values, from :func:`elementwise_limits`."""
-    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward))
+    values applying ``activation``, from :func:`elementwise_limits`."""
+    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward, activation))
 
 
 def elementwise_block_boundaries() -> tuple[int, ...]:
     """Row lengths where any elementwise tiling (forward, fp32 forward, backward) changes."""
     tilings = (elementwise_limits(torch.float16), elementwise_limits(torch.float32),
+               elementwise_limits(torch.float32, activation="gelu"),
                elementwise_limits(torch.float16, backward=True))
     return tuple(sorted(set().union(*(block_boundaries(limits) for limits in tilings))))

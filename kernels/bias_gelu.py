@@ -87,7 +87,7 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
     if out.numel() == 0:
         return out
     xl = _rows.row_layout(x)
-    tile = _rows.elementwise_tile(xl.n, x.dtype)
+    tile = _rows.elementwise_tile(xl.n, x.dtype, activation=_ACT[approximate])
     with _rows.launch_guard(x):
         _bias_gelu_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),
