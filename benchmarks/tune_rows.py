@@ -4,9 +4,9 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-forward tiling, ``elementwise``, one for fp32 results, ``elementwise_fp32``, and exact gelu's fp32
-forward its own, ``elementwise_erf``; their backward's
-grid with grad_bias, ``elementwise_backward``); and time what softmax's fp32 numerics cost.
+forward tiling, ``elementwise``, one for fp32 results, ``elementwise_fp32``, and bias_gelu's exact
+fp32 forward, bound by its fp64 work, its own, ``elementwise_compute_bound``; their backward's grid
+with grad_bias, ``elementwise_backward``); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -23,7 +23,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
-        [elementwise_fp32] [elementwise_erf] [elementwise_backward]
+        [elementwise_fp32] [elementwise_compute_bound] [elementwise_backward]
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Op(NamedTuple):
     passes: dict[str, Callable[..., object]]  # pass name -> kernel call on those arguments
     reference: Callable[..., torch.Tensor]
     streams: int = 2  # full-size tensors the forward moves (inputs read + the output written)
-    activation: str | None = None  # the kernel's activation, where its tiling depends on it
+    compute_bound: bool = False  # launched on the compute-bound fp32 tiling (bias_gelu's exact forward)
 
 
 class Target(NamedTuple):
@@ -138,8 +138,8 @@ def _set_elementwise_fp32(limits):
     _rows.ELEMENTWISE_PRECISE_GPU_LIMITS = limits
 
 
-def _set_elementwise_erf(limits):
-    _rows.ELEMENTWISE_ERF_GPU_LIMITS = limits
+def _set_elementwise_compute_bound(limits):
+    _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS = limits
 
 
 def _with_vectors(count):
@@ -215,19 +215,17 @@ def _dropout_norm_backward_op(rows, cols, dtype):
 def _bias_gelu_op(approximate, rows, cols, dtype):
     return Op(f"bias_gelu {approximate} {rows}x{cols}", rows, cols, dtype, _with_vectors(1),
               {"fwd": lambda x, b: bias_gelu._forward(x, b, approximate)},
-              lambda x, b: F.gelu(x + b, approximate=approximate), activation=bias_gelu._ACT[approximate])
+              lambda x, b: F.gelu(x + b, approximate=approximate), compute_bound=approximate == "none")
 
 
 def _swiglu_op(rows, cols, dtype):
     return Op(f"glu silu {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
-              {"fwd": lambda a, b: glu._forward(a, b, "silu")}, lambda a, b: F.silu(a) * b, streams=3,
-              activation="silu")
+              {"fwd": lambda a, b: glu._forward(a, b, "silu")}, lambda a, b: F.silu(a) * b, streams=3)
 
 
 def _geglu_op(rows, cols, dtype):
     return Op(f"glu gelu {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
-              {"fwd": lambda a, b: glu._forward(a, b, "gelu")}, lambda a, b: F.gelu(a) * b, streams=3,
-              activation="gelu")
+              {"fwd": lambda a, b: glu._forward(a, b, "gelu")}, lambda a, b: F.gelu(a) * b, streams=3)
 
 
 def _add_mul_relu_op(rows, cols, dtype):
@@ -401,12 +399,13 @@ TARGETS = {
         lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, lambda: None,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
         (_bias_gelu_op("tanh", 4096, 16384, torch.float32), _swiglu_op(4096, 11008, torch.float32),
-         _add_mul_relu_op(65536, 512, torch.float32), _add_mul_relu_op(262144, 1024, torch.float32))),
-    # exact gelu's fp32 forward, bound by its fp64 work: more elements a thread, several rows a program
-    "elementwise_erf": Target(
-        lambda: _rows.ELEMENTWISE_ERF_GPU_LIMITS, _set_elementwise_erf, lambda: None,
+         _geglu_op(4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
+         _add_mul_relu_op(262144, 1024, torch.float32))),
+    # bias_gelu's exact fp32 forward, bound by its fp64 work: more elements a thread, several rows a program
+    "elementwise_compute_bound": Target(
+        lambda: _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS, _set_elementwise_compute_bound, lambda: None,
         {"target_elems": (1024, 2048, 4096), "thread_bytes": (16, 32, 64, 128), "max_warps": (8,)},
-        (_bias_gelu_op("none", 4096, 16384, torch.float32), _geglu_op(4096, 11008, torch.float32))),
+        (_bias_gelu_op("none", 4096, 16384, torch.float32),)),
 }
 
 

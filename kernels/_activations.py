@@ -14,10 +14,14 @@ multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). fp32 
 with accurate exp and division, composes five to seven roundings: 2-4 ulp at worst, against
 eager's ~1 on the CPU, and the harness's seeded runs found exactly that (glu's silu gradient at
 2.3x eager's envelope in the sigmoid's tail, exact gelu at 1.96x at its minimum, where the
-envelope has no slack). In fp64 the result is correctly rounded but for near-ties. The cost,
-~40-65 fp64 operations an element, is paid by fp32 outputs only; on an H100 (64 fp64 lanes per SM)
-that is about what 8-12 byte elements allow at copy bandwidth (measured: exact bias-GELU's fp32
-forward runs at 31% of copy bandwidth on the H100). Without PRECISE (16-bit outputs) everything is
+envelope has no slack). In fp64 the result is correctly rounded but for near-ties. The fp64 work
+is written for what fp32 results need, about 1e-9 relative, not for fp64's own ulp: the exp is
+``_rows.exp_wide`` (11 operations, libdevice's takes 16 and a branch) and the reciprocals a refined
+hardware seed (``_rows.reciprocal_moderate``: 3 fused multiply-adds where IEEE division takes 9 and
+a slow path). On the H100 (64 fp64 lanes an SM) exact bias-GELU's fp32 forward is then 54 fp64
+operation slots an element (conversions included) and runs at 74% of copy bandwidth, bound by
+those lanes (it was 31%, then 45%, with libdevice's forms); SwiGLU's fp32 forward, 12 bytes an
+element for its fp64 work, at 98%. Without PRECISE (16-bit outputs) everything is
 fp32 with the fast exp and reciprocal, whose ~1e-5 relative error stays far below a 16-bit ulp,
 and the result is fp32.
 
@@ -103,8 +107,9 @@ def _gelu_inner(z):
 # of relative error (3.5 ulp), and the harness's CPU runs found it at 1.96x eager's envelope at
 # gelu's minimum (z = -0.75: gelu' = 0 gives the envelope no slack there, and the CPU's eager
 # erfc is within 0.8 ulp). In fp64 what remains is the polynomials' 1e-9: measured within
-# 0.52 ulp after rounding to fp32. The fp64 path costs ~65 fp64 operations an element (exp and
-# one division included). 16-bit results, the case that matters for speed, take the fp32 path:
+# 0.52 ulp after rounding to fp32, near zero too (no separate erf series is needed there: Phi is
+# 1/2 - r or r with r near 1/2, exact subtractions). The fp64 path is 42 fp64 operations an
+# element (exp and reciprocal included). 16-bit results, the case that matters for speed, take the fp32 path:
 # one exp2 of -z^2/2 and two approximate reciprocals, relative error under 7e-6. What is evaluated is
 # Phi itself (the coefficients halved, exactly) from |z| (q and 1 + 2a rescaled, so a = |z|/sqrt(2)
 # is never formed). On sm_90 bias_gelu's 16-bit forward is then 30.5 SASS instructions an element,

@@ -212,8 +212,8 @@ def _pow2(n):
 def exp(x, PRECISE: tl.constexpr):
     """e**x; with PRECISE and fp32 x, within about 1 ulp for any x (tl.exp otherwise).
 
-    Keeps IEEE special values: exp(-inf) = 0, exp(+inf) = inf, exp(NaN) = NaN. fp64 always takes
-    tl.exp, which is libdevice's accurate exp for fp64.
+    Keeps IEEE special values: exp(-inf) = 0, exp(+inf) = inf, exp(NaN) = NaN. fp64 takes tl.exp,
+    libdevice's correctly rounded exp (fp32 results' fp64 activations take :func:`exp_wide`).
     """
     if PRECISE and x.dtype == tl.float32:
         # Below -104 e^x rounds to 0 and above 89 to inf anyway; NaN passes both tests unchanged.
@@ -434,7 +434,8 @@ _NATIVE_RCP = tl.constexpr(not _INTERPRETING)
 def reciprocal_moderate(b, PRECISE: tl.constexpr):
     """1 / b for b known to lie in [1, 2**126] (a sigmoid's 1 + e^-|z|, erfc's rational form).
 
-    With PRECISE (fp64 b, the activations' fp32-result path) an IEEE fp64 division. Otherwise, on a
+    With PRECISE (fp64 b, the activations' fp32-result path) within about 1e-15 relative: on a GPU
+    a refined ``rcp.approx.ftz.f64`` seed, in the interpreter an fp64 division. Otherwise, on a
     GPU, one ``rcp.approx.ftz.f32`` (within 1 ulp): Triton's ``/`` is ``div.full.f32``, whose fix-ups
     for subnormal and huge divisors cost seven more instructions an element on sm_90 (two compares,
     a select, three scalings and the product), and in gelu's erfc form those made the kernel
@@ -445,7 +446,8 @@ def reciprocal_moderate(b, PRECISE: tl.constexpr):
     if PRECISE and _NATIVE_RCP:
         # rcp.approx.ftz.f64 (MUFU.RCP64H and a few bits more) and one cubic correction
         # r (1 + e + e^2), e = 1 - b r: its error cubed, about 1e-15 if the seed's is 1e-5; three
-        # fma where IEEE division (div.rn.f64) takes nine fp64 operations and a slow-path branch.
+        # fma where IEEE division (div.rn.f64) takes nine fp64 operations and a slow-path branch
+        # (tests/unit/test_wide_math.py holds it to 2e-9 on the GPU).
         r = tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [b], dtype=tl.float64,
                                       is_pure=True, pack=1)
         e = 1.0 - b * r
@@ -508,12 +510,14 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # with the 16-bit tile, tanh 0.2546 against 0.3181; SwiGLU at 4096 x 11008 0.2008 against 0.2208;
 # add_mul_act's relu (only its sum in fp64, no fp64 activation) within 1% at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
-# Exact gelu's fp32 forward (erfc's polynomial, an exp and a reciprocal, all fp64: the fp64 lanes
-# bound it, not the bytes) is fastest with 16 elements a thread (2 warps for a 1024-wide row):
-# the polynomials' fp64 constants, set up once a thread, serve 16 elements, and each thread has 16
-# independent chains to hide the fp64 latency with. At 4096 x 16384 (results/2026-11-24-h100-10,
-# call 1): 0.2555 ms against 0.2856 with the tile above; tanh and SwiGLU 6-7% slower with it.
-ELEMENTWISE_ERF_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=64)
+# A forward bound by its fp64 work rather than its bytes (bias_gelu's exact fp32 forward: erfc's
+# polynomial, an exp and a reciprocal for 8 bytes an element) is fastest with 16 elements a thread
+# (2 warps for a 1024-wide row): the polynomials' fp64 constants, set up once a thread, serve 16
+# elements, and each thread has 16 independent chains to hide the fp64 latency with. At 4096 x
+# 16384 (results/2026-11-24-h100-10, calls 1-2): 0.2398 ms against 0.2680 with the tile above. The
+# same activation with 12 bytes an element (GEGLU at 4096 x 11008) runs best on the tile above
+# (0.1942 against 0.2010), as do tanh and SwiGLU (6-7% slower on this one).
+ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=64)
 # Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
 # inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
 # glu's backward, which has no such grid, was not swept.
@@ -528,28 +532,28 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 )
 
 
-def elementwise_limits(dtype: torch.dtype, backward: bool = False, activation: str | None = None) -> TileLimits:
-    """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows applying
-    ``activation`` for the current backend (fp32 forwards, evaluated in fp64, have their own, and
-    exact gelu's fp32 forward its own again)."""
+def elementwise_limits(dtype: torch.dtype, backward: bool = False, compute_bound: bool = False) -> TileLimits:
+    """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
+    backend (fp32 forwards, evaluated in fp64, have their own, and a ``compute_bound`` one, whose
+    fp64 work outweighs its bytes, its own again)."""
     if backward:
         gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
     elif dtype != torch.float32:
         gpu = ELEMENTWISE_GPU_LIMITS
     else:
-        gpu = ELEMENTWISE_ERF_GPU_LIMITS if activation == "gelu" else ELEMENTWISE_PRECISE_GPU_LIMITS
+        gpu = ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS if compute_bound else ELEMENTWISE_PRECISE_GPU_LIMITS
     return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 
-def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False, activation: str | None = None) -> RowTile:
+def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False, compute_bound: bool = False) -> RowTile:
     """The tile of an elementwise forward (or ``backward``) kernel on rows of ``n`` ``dtype``
-    values applying ``activation``, from :func:`elementwise_limits`."""
-    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward, activation))
+    values, from :func:`elementwise_limits`."""
+    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward, compute_bound))
 
 
 def elementwise_block_boundaries() -> tuple[int, ...]:
     """Row lengths where any elementwise tiling (forward, fp32 forward, backward) changes."""
     tilings = (elementwise_limits(torch.float16), elementwise_limits(torch.float32),
-               elementwise_limits(torch.float32, activation="gelu"),
+               elementwise_limits(torch.float32, compute_bound=True),
                elementwise_limits(torch.float16, backward=True))
     return tuple(sorted(set().union(*(block_boundaries(limits) for limits in tilings))))

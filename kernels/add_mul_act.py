@@ -107,7 +107,7 @@ def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
     if out.numel() == 0:
         return out
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
-    tile = _rows.elementwise_tile(xl.n, x.dtype, activation=activation)
+    tile = _rows.elementwise_tile(xl.n, x.dtype)
     with _rows.launch_guard(x):
         _add_mul_act_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,

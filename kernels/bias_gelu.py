@@ -87,7 +87,8 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
     if out.numel() == 0:
         return out
     xl = _rows.row_layout(x)
-    tile = _rows.elementwise_tile(xl.n, x.dtype, activation=_ACT[approximate])
+    # exact gelu's fp32 forward is bound by its fp64 work (_rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS)
+    tile = _rows.elementwise_tile(xl.n, x.dtype, compute_bound=approximate == "none")
     with _rows.launch_guard(x):
         _bias_gelu_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
             xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),

@@ -66,8 +66,8 @@ def _glu_bwd_kernel(
     tl.store(gb_ptr + dense, _rows.cast_for_store(act * g, gb_ptr), mask=mask)
 
 
-def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool, activation: str):
-    tile = _rows.elementwise_tile(layout.n, dtype, backward, activation)
+def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool):
+    tile = _rows.elementwise_tile(layout.n, dtype, backward)
     return tile, _rows.tile_grid(layout.rows, tile)
 
 
@@ -76,7 +76,7 @@ def _forward(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
     if out.numel() == 0:
         return out
     al, bl = _rows.row_layout(a), _rows.row_layout(b)
-    tile, grid = _launch_grid(al, a.dtype, backward=False, activation=activation)
+    tile, grid = _launch_grid(al, a.dtype, backward=False)
     with _rows.launch_guard(a):
         _glu_fwd_kernel[grid](
             al.tensor, bl.tensor, out, al.rows, al.n, *al.kernel_args(), *bl.kernel_args(),
@@ -90,7 +90,7 @@ def _backward_into(a, b, grad, grad_a, grad_b, activation: str) -> None:
     """Write grad_a and grad_b, 2-D ``(rows, N)`` views with unit column stride and one row
     stride between them, from a, b and grad."""
     al, bl, gl = _rows.row_layout(a), _rows.row_layout(b), _rows.row_layout(grad)
-    tile, grid = _launch_grid(al, a.dtype, backward=True, activation=activation)
+    tile, grid = _launch_grid(al, a.dtype, backward=True)
     with _rows.launch_guard(a):
         _glu_bwd_kernel[grid](
             al.tensor, bl.tensor, gl.tensor, grad_a, grad_b, al.rows, al.n, grad_a.stride(0),
