@@ -4,9 +4,9 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-forward tiling, ``elementwise``, one for fp32 results, ``elementwise_fp32``, and bias_gelu's exact
-fp32 forward, bound by its fp64 work, its own, ``elementwise_compute_bound``; their backward's grid
-with grad_bias, ``elementwise_backward``); and time what softmax's fp32 numerics cost.
+forward tiling, ``elementwise``, and one for fp32 results, ``elementwise_fp32``; bias_gelu's exact
+fp32 forward, bound by its fp64 work, has a third, ``elementwise_compute_bound``; their backward's
+grid with grad_bias is ``elementwise_backward``); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a

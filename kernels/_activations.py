@@ -4,8 +4,9 @@ Shared by every kernel that applies an activation (add_mul_act, bias_gelu, glu, 
 each form is written, tested and fixed once. Everything here runs unchanged on the GPU and under
 Triton's CPU interpreter: no libdevice calls (they fail in the interpreter), no ``tanh``, and
 tensors on the left of global constants (``constexpr * tensor`` fails in the interpreter). The one
-exception is the fast path's reciprocal (``_rows.reciprocal_moderate``): a single ``rcp.approx``
-instruction on the GPU, a division under the interpreter.
+exception is the reciprocal (``_rows.reciprocal_moderate``): on the GPU a single ``rcp.approx``
+instruction (fp32, for the fast path) or its fp64 form refined (PRECISE), a division under the
+interpreter.
 
 ``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
@@ -58,10 +59,10 @@ _SQRT2 = tl.constexpr(math.sqrt(2.0))
 _TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
 _NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
-# erfc's polynomial is fitted up to a = 10.066, |z| = 10.066 sqrt(2) = 14.23, where erfc(a) is below
-# 1e-45 (fp32's least subnormal is 1.4e-45); past it |z| is clamped to the fit's end, which keeps the
-# polynomial in range while exp(-z^2 / 2) takes the value on down to 0.
-_ERFC_FIT_END_Z = tl.constexpr(10.06 * math.sqrt(2.0))
+# erfc's polynomial is fitted up to a = 10.066; past |z| = 10.06 sqrt(2) = 14.227 (just inside it),
+# where gelu's value is a few of fp32's least subnormals (1.4e-45), |z| is clamped for the
+# polynomial only, which keeps it in range while exp(-z^2 / 2) takes the value on down to 0.
+_ERFC_CLAMP_Z = tl.constexpr(10.06 * math.sqrt(2.0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -75,7 +76,7 @@ def sigmoid_and_slope(z, PRECISE: tl.constexpr):
     if PRECISE:
         e = _rows.exp_wide(-tl.abs(z))
     else:
-        e = _rows.exp(-tl.abs(z), PRECISE)
+        e = _rows.exp(-tl.abs(z), False)
     inv = _rows.reciprocal_moderate(1.0 + e, PRECISE)
     return tl.where(z >= 0, inv, e * inv), e * inv * inv
 
@@ -107,8 +108,8 @@ def _gelu_inner(z):
 # of relative error (3.5 ulp), and the harness's CPU runs found it at 1.96x eager's envelope at
 # gelu's minimum (z = -0.75: gelu' = 0 gives the envelope no slack there, and the CPU's eager
 # erfc is within 0.8 ulp). In fp64 what remains is the polynomials' 1e-9: measured within
-# 0.52 ulp after rounding to fp32, near zero too (no separate erf series is needed there: Phi is
-# 1/2 - r or r with r near 1/2, exact subtractions). The fp64 path is 42 fp64 operations an
+# 0.52 ulp after rounding to fp32, near zero too (no separate erf series is needed there: Phi is r,
+# or 1 - r with r near 1/2, which loses nothing of r's relative accuracy). The fp64 path is 42 fp64 operations an
 # element (exp and reciprocal included). 16-bit results, the case that matters for speed, take the fp32 path:
 # one exp2 of -z^2/2 and two approximate reciprocals, relative error under 7e-6. What is evaluated is
 # Phi itself (the coefficients halved, exactly) from |z| (q and 1 + 2a rescaled, so a = |z|/sqrt(2)
@@ -154,15 +155,15 @@ def _normal_cdf_and_density(z, PRECISE: tl.constexpr):
     1 + 2a = 1 + sqrt(2) |z|, so a is never formed; the polynomials carry erfc's halving (exactly,
     a power of two)."""
     y = tl.abs(z)
-    c = tl.minimum(y, _ERFC_FIT_END_Z)
+    c = tl.minimum(y, _ERFC_CLAMP_Z)
     num = c + _TWO_SQRT2
     den = c * _SQRT2 + 1.0
     if PRECISE:
         e = _rows.exp_wide(z * z * -0.5)
         # q and 1 / den from one reciprocal
         inv = _rows.reciprocal_moderate(num * den, PRECISE)
-        # past the polynomial's range (|z| > 14.23) the clamped c only keeps it there: e is below
-        # 1e-44 and the value below fp32's least subnormals (and NaN stays NaN through e)
+        # past the clamp (|z| > 14.227) c only keeps the polynomial in range: e is 1.1e-44 there and
+        # falls on, so the value is a few least subnormals at most (and NaN stays NaN through e)
         r = e * (_erfc_w_precise((c - _TWO_SQRT2) * den * inv) * num * inv)
     else:
         e = tl.math.exp2(z * z * _NEG_HALF_LOG2E)

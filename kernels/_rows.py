@@ -213,7 +213,7 @@ def exp(x, PRECISE: tl.constexpr):
     """e**x; with PRECISE and fp32 x, within about 1 ulp for any x (tl.exp otherwise).
 
     Keeps IEEE special values: exp(-inf) = 0, exp(+inf) = inf, exp(NaN) = NaN. fp64 takes tl.exp,
-    libdevice's correctly rounded exp (fp32 results' fp64 activations take :func:`exp_wide`).
+    libdevice's exp, within an fp64 ulp (fp32 results' fp64 activations take :func:`exp_wide`).
     """
     if PRECISE and x.dtype == tl.float32:
         # Below -104 e^x rounds to 0 and above 89 to inf anyway; NaN passes both tests unchanged.
@@ -233,15 +233,16 @@ def exp(x, PRECISE: tl.constexpr):
         return tl.exp(x)
 
 
-# exp_wide: the same reduction in fp64, for the activations that run in fp64 because their results
-# are fp32 (kernels/_activations.py). k = round(x / ln 2) comes from adding 1.5 * 2^52 (the sum's
-# low mantissa bits are k, so the integer is read from its bits without a conversion, which runs at
-# a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step (|k| <= 1077, so the
-# rounding of ln 2 to fp64 costs under 2e-14 of f); e^f a degree-7 Chebyshev fit (relative error
-# 5.5e-11 on |f| <= ln(2)/2; degree 6 would be 2.5e-9). Its coefficients carry 2^-64, so that one
-# power of two, 2^(k + 64), normal for every k down to -1077, scales the result in one product. In
-# all about 1e-10: far below the fp32 half ulp (6e-8) its callers round to, in 11 fp64 operations
-# where libdevice's correctly rounded exp takes 16 and a branch for large arguments.
+# exp_wide: a reduction of the same kind in fp64, for the activations that run in fp64 because their
+# results are fp32 (kernels/_activations.py). k = round(x / ln 2) comes from adding 1.5 * 2^52 (the
+# sum's low mantissa bits are k, so the integer is read from its bits without a conversion, which
+# runs at a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step with one
+# constant (|k| <= 1076, so the rounding of ln 2 to fp64 costs under 3e-14 of f); e^f a degree-7
+# Chebyshev fit (relative error 5.5e-11 on |f| <= ln(2)/2; a degree-6 fit is about 2e-9). Its
+# coefficients carry 2^-64, so that one power of two, 2^(k + 64), normal for every k down to -1076,
+# scales the result in one product. In all about 1e-10: far below the fp32 half ulp (6e-8) its
+# callers round to, in 11 fp64 operations where libdevice's exp (within an fp64 ulp) takes 16 and
+# a branch for large arguments.
 _ROUND_TO_INT_FP64 = tl.constexpr(6755399441055744.0)  # 1.5 * 2^52
 _ROUND_TO_INT_FP64_BITS = tl.constexpr(0x4338000000000000)  # its bit pattern
 _LN2 = tl.constexpr(0.6931471805599453)
@@ -426,7 +427,8 @@ _INTERPRETING = interpreting()
 
 _ROUND_BF16_BY_HAND = tl.constexpr(_INTERPRETING)
 
-# On a GPU, reciprocals of moderate fp32 values take the special-function unit's approximation as is.
+# On a GPU, reciprocals of moderate values take the special-function unit's approximation: fp32 as
+# is, fp64 refined (reciprocal_moderate).
 _NATIVE_RCP = tl.constexpr(not _INTERPRETING)
 
 
@@ -443,20 +445,28 @@ def reciprocal_moderate(b, PRECISE: tl.constexpr):
     data). In [1, 2**126] the fix-ups never apply, so the result is the same approximation. The
     interpreter runs no PTX and divides in numpy.
     """
+    if PRECISE:
+        tl.static_assert(b.dtype == tl.float64, "reciprocal_moderate: PRECISE takes fp64")
     if PRECISE and _NATIVE_RCP:
-        # rcp.approx.ftz.f64 (MUFU.RCP64H and a few bits more) and one cubic correction
-        # r (1 + e + e^2), e = 1 - b r: its error cubed, about 1e-15 if the seed's is 1e-5; three
-        # fma where IEEE division (div.rn.f64) takes nine fp64 operations and a slow-path branch
-        # (tests/unit/test_wide_math.py holds it to 2e-9 on the GPU).
+        # rcp.approx.ftz.f64 (MUFU.RCP64H and a few bits more), refined: three fma where IEEE
+        # division (div.rn.f64) takes nine fp64 operations and a slow-path call
         r = tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [b], dtype=tl.float64,
                                       is_pure=True, pack=1)
-        e = 1.0 - b * r
-        return r + r * (e * e + e)
-    elif PRECISE or not _NATIVE_RCP:
+        return refine_reciprocal(b, r)
+    elif not _NATIVE_RCP:
         return 1.0 / b
     else:
         return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [b], dtype=tl.float32,
                                          is_pure=True, pack=1)
+
+
+@triton.jit
+def refine_reciprocal(b, r):
+    """1 / b from an approximation r of it: r (1 + e + e^2) with e = 1 - b r, whose own error is
+    e^3 (b r' = 1 - e^3), so a seed within 2^-20 comes out within about 1e-16 (tested on the CPU
+    with such a seed, and on the GPU with the hardware's: tests/unit/test_wide_math.py)."""
+    e = 1.0 - b * r
+    return r + r * (e * e + e)
 
 
 @triton.jit
@@ -506,9 +516,11 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 )
 # fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes: the H100
 # sweep ran them fastest with programs of one 1024-wide row and 4 elements a thread (8 warps;
-# results/2026-11-24-h100-8, call 7): at 4096 x 16384, exact bias-GELU 0.3906 ms against 0.4086
-# with the 16-bit tile, tanh 0.2546 against 0.3181; SwiGLU at 4096 x 11008 0.2008 against 0.2208;
-# add_mul_act's relu (only its sum in fp64, no fp64 activation) within 1% at every tile.
+# results/2026-11-24-h100-8, call 7): at 4096 x 16384, tanh bias-GELU 0.2546 ms against 0.3181
+# with the 16-bit tile; SwiGLU at 4096 x 11008 0.2008 against 0.2208; add_mul_act's relu (only its
+# sum in fp64, no fp64 activation) within 1% at every tile. With the cheaper fp64 arithmetic of
+# results/2026-11-24-h100-10 (call 1) this tile stays the best for tanh and SwiGLU (0.1919 and
+# 0.1820 ms), and for GEGLU (call 2); exact bias-GELU takes the next one.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # A forward bound by its fp64 work rather than its bytes (bias_gelu's exact fp32 forward: erfc's
 # polynomial, an exp and a reciprocal for 8 bytes an element) is fastest with 16 elements a thread
@@ -534,8 +546,8 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 
 def elementwise_limits(dtype: torch.dtype, backward: bool = False, compute_bound: bool = False) -> TileLimits:
     """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
-    backend (fp32 forwards, evaluated in fp64, have their own, and a ``compute_bound`` one, whose
-    fp64 work outweighs its bytes, its own again)."""
+    backend (fp32 forwards, evaluated in fp64, have their own, and an fp32 forward whose fp64 work
+    outweighs its bytes, ``compute_bound``, its own again; 16-bit forwards have one tiling)."""
     if backward:
         gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
     elif dtype != torch.float32:

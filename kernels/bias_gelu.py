@@ -3,7 +3,7 @@
 The fused GELU of model-parallel training libraries: the bias add of a linear layer whose matmul
 ran without it, folded into the activation. x has shape ``(..., N)``, bias ``(N,)`` broadcast over
 the rows. ``approximate`` follows ``torch.nn.functional.gelu``: ``"none"`` is the exact form
-``z Phi(z)`` (through an fp32 erfc, accurate in the tail where ``1 + erf`` cancels), ``"tanh"``
+``z Phi(z)`` (through an erfc written out, accurate in the tail where ``1 + erf`` cancels), ``"tanh"``
 the tanh approximation (through the sigmoid); both from ``kernels/_activations.py``.
 
 Forward: reads x and bias once, writes the output once. Backward: recomputes ``z = x + bias``
@@ -19,7 +19,8 @@ in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded 
 on the H100 did not show at that element, so the kernel failed at 2.05x eager's envelope. The tiling is
 every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns, several
 short rows a program, forward programs in column-block order (``_rows.tile``), strided leading
-dimensions read in place.
+dimensions read in place; the exact form's fp32 forward, bound by its fp64 work rather than its
+bytes, takes the compute-bound tile (16 elements a thread).
 """
 
 from __future__ import annotations
