@@ -96,7 +96,8 @@ def _divisors() -> np.ndarray:
     return np.concatenate([1.0 + rng.random(2000), np.exp(rng.uniform(0.0, 80.0, 2000)), [1.0, 2.0, 3.0, 2.0**100]])
 
 
-@pytest.mark.parametrize("kernel", [_refine_kernel, _reciprocal_kernel], ids=["refined_20_bit_seed", "as_kernels_use_it"])
+@pytest.mark.parametrize("kernel", [_refine_kernel, _reciprocal_kernel],
+                         ids=["refined_20_bit_seed", "as_kernels_use_it"])
 def test_reciprocal_of_moderate_fp64_is_within_1e14_relative(kernel):
     b = _divisors()
     (got,) = _run(kernel, b)
