@@ -113,10 +113,10 @@ def _gelu_inner(z):
 # operations an element (exp and reciprocal included). 16-bit results, the case that matters for
 # speed, take the fp32 path: one exp2 of -z^2/2 and two approximate reciprocals, relative error
 # under 7e-6. What is evaluated is Phi itself (the coefficients halved, exactly) from |z| (q and
-# 1 + 2a rescaled, so a = |z|/sqrt(2) is never formed). On sm_90 bias_gelu's 16-bit forward is then 30.5 SASS instructions an element,
-# from 47 with Triton's division, the halving and the scaling of z as separate steps: at 16-bit
-# copy bandwidth an H100 issues ~45 an element, so the count is what decides how near the memory
-# roofline exact gelu gets.
+# 1 + 2a rescaled, so a = |z|/sqrt(2) is never formed). On sm_90 bias_gelu's 16-bit forward is
+# then 30.5 SASS instructions an element, from 47 with Triton's division, the halving and the
+# scaling of z as separate steps: at 16-bit copy bandwidth an H100 issues ~45 an element, so the
+# count is what decides how near the memory roofline exact gelu gets.
 
 
 @triton.jit
