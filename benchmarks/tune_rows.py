@@ -218,14 +218,14 @@ def _bias_gelu_op(approximate, rows, cols, dtype):
               lambda x, b: F.gelu(x + b, approximate=approximate), compute_bound=approximate == "none")
 
 
-def _swiglu_op(rows, cols, dtype):
-    return Op(f"glu silu {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
-              {"fwd": lambda a, b: glu._forward(a, b, "silu")}, lambda a, b: F.silu(a) * b, streams=3)
+_GLU_REFERENCES = {"silu": F.silu, "gelu": F.gelu}
 
 
-def _geglu_op(rows, cols, dtype):
-    return Op(f"glu gelu {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
-              {"fwd": lambda a, b: glu._forward(a, b, "gelu")}, lambda a, b: F.gelu(a) * b, streams=3)
+def _glu_op(activation, rows, cols, dtype):
+    """glu's forward, ``act(a) * b`` (SwiGLU: silu, GEGLU: gelu)."""
+    act = _GLU_REFERENCES[activation]
+    return Op(f"glu {activation} {rows}x{cols}", rows, cols, dtype, lambda x: (x, torch.randn_like(x)),
+              {"fwd": lambda a, b: glu._forward(a, b, activation)}, lambda a, b: act(a) * b, streams=3)
 
 
 def _add_mul_relu_op(rows, cols, dtype):
@@ -392,14 +392,14 @@ TARGETS = {
         lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
-         _bias_gelu_op("none", 16384, 3072, torch.float16), _swiglu_op(8192, 11008, torch.bfloat16))),
+         _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16))),
     # the fp32 forward tiling (activations in fp64), and the add_mul_act fp32 peer shapes (relu,
     # only the sum in fp64: 96-101% of copy bandwidth, must not regress)
     "elementwise_fp32": Target(
         lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, lambda: None,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
-        (_bias_gelu_op("tanh", 4096, 16384, torch.float32), _swiglu_op(4096, 11008, torch.float32),
-         _geglu_op(4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
+        (_bias_gelu_op("tanh", 4096, 16384, torch.float32), _glu_op("silu", 4096, 11008, torch.float32),
+         _glu_op("gelu", 4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
          _add_mul_relu_op(262144, 1024, torch.float32))),
     # bias_gelu's exact fp32 forward, bound by its fp64 work: more elements a thread, several rows a program
     "elementwise_compute_bound": Target(

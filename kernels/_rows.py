@@ -448,16 +448,22 @@ def reciprocal_moderate(b, PRECISE: tl.constexpr):
     if PRECISE:
         tl.static_assert(b.dtype == tl.float64, "reciprocal_moderate: PRECISE takes fp64")
     if PRECISE and _NATIVE_RCP:
-        # rcp.approx.ftz.f64 (MUFU.RCP64H and a few bits more), refined: three fma where IEEE
-        # division (div.rn.f64) takes nine fp64 operations and a slow-path call
-        r = tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [b], dtype=tl.float64,
-                                      is_pure=True, pack=1)
-        return refine_reciprocal(b, r)
+        # the hardware's seed, refined: three fma where IEEE division (div.rn.f64) takes nine fp64
+        # operations and a slow-path call
+        return refine_reciprocal(b, reciprocal_seed(b))
     elif not _NATIVE_RCP:
         return 1.0 / b
     else:
         return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [b], dtype=tl.float32,
                                          is_pure=True, pack=1)
+
+
+@triton.jit
+def reciprocal_seed(b):
+    """``rcp.approx.ftz.f64`` of fp64 ``b`` (MUFU.RCP64H and a few bits more): a coarse 1 / b for
+    :func:`refine_reciprocal`. GPU only (inline PTX)."""
+    return tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [b], dtype=tl.float64,
+                                     is_pure=True, pack=1)
 
 
 @triton.jit

@@ -184,5 +184,4 @@ def test_hardware_reciprocal_seed_needs_its_refinement():
 def _seed_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
-    r = tl.inline_asm_elementwise("rcp.approx.ftz.f64 $0, $1;", "=d,d", [x], dtype=tl.float64, is_pure=True, pack=1)
-    tl.store(out_ptr + offs, r, mask=offs < n)
+    tl.store(out_ptr + offs, _rows.reciprocal_seed(x), mask=offs < n)
