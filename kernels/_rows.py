@@ -192,43 +192,51 @@ def dense_offsets(rows, cols, row_stride):
 # CUDA code divides exactly and calls expf (within 2 ulp). For fp16/bf16 results both errors are far
 # below an output ulp, so those take the fast forms.
 #
-# exp: Cody-Waite reduction, e^x = 2^k * e^f with k = round(x / ln 2) and f = x - k ln 2 computed
-# exactly in two steps (LN2_HI has few enough bits that k * LN2_HI is exact), so |f| <= ln(2)/2.
-# e^f is a degree-7 Taylor polynomial (truncation error < 0.05 ulp) in Horner form: fused
-# multiply-adds, no approximate special-function unit. 2^k is applied as two exact powers of two
-# built from their bits, so that neither underflows nor overflows before the final product.
+# exp (PRECISE, fp32, x <= 0): Cody-Waite reduction, e^x = 2^k * e^f with k = round(x / ln 2) and
+# f = x - k ln 2 computed exactly in two steps (LN2_HI has few enough bits that k * LN2_HI is exact),
+# so |f| <= ln(2)/2. k is read from the bits of x log2(e) + 1.5 * 2^23, whose low bits are k, and
+# 2^k goes into the exponent bits with an integer add: no float-to-integer conversion, which on an
+# H100 runs at 16 an SM a clock, an eighth of fp32 arithmetic (a floor and a conversion for k and
+# two more for its powers of two made four an element, and softmax's fp32 forward, bound by them
+# between its loads and stores, spent more time on them than on anything else). e^f is a degree-7
+# Taylor polynomial (truncation error < 0.05 ulp) in Horner form whose coefficients carry 2^64:
+# every step is the unscaled one times 2^64 exactly, and the result, in [2^63, 2^65), takes any k
+# down to -150 (x clamped at -104, where e^x rounds to 0 anyway) into its exponent and stays
+# normal; one product with 2^-64 then rounds it once, into fp32's subnormals where it must.
+# Positive x is outside the contract: past k = 63 the exponent add would overflow.
 _LOG2E = tl.constexpr(1.4426950408889634)
 _LN2_HI = tl.constexpr(0.693145751953125)  # 0x3F317200: low 8 mantissa bits zero
 _LN2_LO = tl.constexpr(1.4286068203094173e-06)  # ln(2) - _LN2_HI
-
-
-@triton.jit
-def _pow2(n):
-    """2**n for integer-valued fp32 n in [-126, 127], exactly (from the exponent bits)."""
-    return ((n.to(tl.int32) + 127) << 23).to(tl.float32, bitcast=True)
+_ROUND_TO_INT_FP32 = tl.constexpr(12582912.0)  # 1.5 * 2^23
+_EXP_TAYLOR = (1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0)
+_T7, _T6, _T5, _T4, _T3, _T2, _T1, _T0 = (tl.constexpr(c * 2.0**64) for c in _EXP_TAYLOR)
+_TWO_TO_MINUS_64 = tl.constexpr(2.0**-64)
 
 
 @triton.jit
 def exp(x, PRECISE: tl.constexpr):
-    """e**x; with PRECISE and fp32 x, within about 1 ulp for any x (tl.exp otherwise).
+    """e**x; with PRECISE and fp32 x <= 0, within about 1 ulp (tl.exp otherwise, any x).
 
-    Keeps IEEE special values: exp(-inf) = 0, exp(+inf) = inf, exp(NaN) = NaN. fp64 takes tl.exp,
-    libdevice's exp, within an fp64 ulp (fp32 results' fp64 activations take :func:`exp_wide`).
+    exp(-inf) = 0 and exp(NaN) = NaN. fp64 takes tl.exp, libdevice's exp, within an fp64 ulp
+    (fp32 results' fp64 activations take :func:`exp_wide`). The PRECISE form is for x <= 0, as
+    softmax's shifted logits are (see above).
     """
     if PRECISE and x.dtype == tl.float32:
-        # Below -104 e^x rounds to 0 and above 89 to inf anyway; NaN passes both tests unchanged.
-        x = tl.where(x < -104.0, -104.0, tl.where(x > 89.0, 89.0, x))
-        k = tl.floor(x * _LOG2E + 0.5)
-        f = (x - k * _LN2_HI) - k * _LN2_LO
-        p = tl.fma(f, 1.0 / 5040.0, 1.0 / 720.0)
-        p = tl.fma(p, f, 1.0 / 120.0)
-        p = tl.fma(p, f, 1.0 / 24.0)
-        p = tl.fma(p, f, 1.0 / 6.0)
-        p = tl.fma(p, f, 0.5)
-        p = tl.fma(p, f, 1.0)
-        p = tl.fma(p, f, 1.0)
-        half = tl.floor(k * 0.5)
-        return p * _pow2(half) * _pow2(k - half)
+        x = tl.where(x < -104.0, -104.0, x)  # NaN passes unchanged
+        t = x * _LOG2E + _ROUND_TO_INT_FP32
+        kf = t - _ROUND_TO_INT_FP32
+        f = (x - kf * _LN2_HI) - kf * _LN2_LO
+        p = tl.fma(f, _T7, _T6)
+        p = tl.fma(p, f, _T5)
+        p = tl.fma(p, f, _T4)
+        p = tl.fma(p, f, _T3)
+        p = tl.fma(p, f, _T2)
+        p = tl.fma(p, f, _T1)
+        p = tl.fma(p, f, _T0)
+        # k << 23 is t's bits << 23 (1.5 * 2^23's low 9 bits are 0), wrapping as unsigned.
+        bits = p.to(tl.uint32, bitcast=True) + (t.to(tl.uint32, bitcast=True) << 23)
+        # x - x is 0, or NaN for a NaN x, whose bits the integer add does not keep.
+        return bits.to(tl.float32, bitcast=True) * _TWO_TO_MINUS_64 + (x - x)
     else:
         return tl.exp(x)
 

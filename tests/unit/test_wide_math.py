@@ -1,4 +1,5 @@
-"""The fp64 arithmetic behind fp32 activations (``PRECISE``), against mpmath, on the kernels' device.
+"""The accurate arithmetic behind fp32 results (``PRECISE``), on the kernels' device: the fp64
+arithmetic of fp32 activations against mpmath, and softmax's fp32 exp.
 
 Kernels that store fp32 evaluate their activations in fp64 and round once at the store, so what
 they owe is an fp64 value much nearer the truth than fp32's half ulp (2^-24, 6e-8 relative), and,
@@ -7,7 +8,8 @@ contract: ``_rows.exp_wide`` (degree-7 fit, 5.5e-11) to 2e-10, which a fit a deg
 misses; the reciprocal's refinement to 1e-14 (on the CPU from a seed cut to 20 bits, on the GPU
 from the hardware's ``rcp.approx.ftz.f64`` as the kernels use it); and the activations and their
 slopes (erfc's polynomial, 1.0e-9) to 2e-9. Slopes that cross zero (gelu's at its minimum,
-z = -0.75) are held relative to the sum of their terms' sizes.
+z = -0.75) are held relative to the sum of their terms' sizes. ``_rows.exp`` (fp32, x <= 0) is
+held to 1.5 fp32 ulps of the truth, subnormal results included.
 """
 
 import mpmath
@@ -22,6 +24,7 @@ from kernels import _activations, _rows
 from kernels._runtime import interpreting, kernel_device_type
 
 EXP_BOUND = 2e-10
+EXP_FP32_ULPS = 1.5
 RECIPROCAL_BOUND = 1e-14
 ACTIVATION_BOUND = 2e-9
 BLOCK = 512
@@ -33,6 +36,13 @@ def _exp_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
     tl.store(out_ptr + offs, _rows.exp_wide(x), mask=offs < n)
+
+
+@triton.jit
+def _exp_fp32_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, _rows.exp(x, True), mask=offs < n)
 
 
 @triton.jit
@@ -60,10 +70,10 @@ def _activation_kernel(z_ptr, value_ptr, slope_ptr, n, ACT: tl.constexpr, BLOCK:
     tl.store(slope_ptr + offs, slope, mask=offs < n)
 
 
-def _run(kernel, x: np.ndarray, outputs: int = 1, **meta) -> list[np.ndarray]:
+def _run(kernel, x: np.ndarray, outputs: int = 1, out_dtype: torch.dtype = torch.float64, **meta) -> list[np.ndarray]:
     device = kernel_device_type()
     xt = torch.from_numpy(x).to(device)
-    outs = [torch.empty(x.shape, dtype=torch.float64, device=device) for _ in range(outputs)]
+    outs = [torch.empty(x.shape, dtype=out_dtype, device=device) for _ in range(outputs)]
     with _rows.launch_guard(xt):  # IEEE specials without numpy's warnings in the interpreter
         kernel[(triton.cdiv(x.size, BLOCK),)](xt, *outs, x.size, BLOCK=BLOCK, **meta)
     return [o.cpu().numpy() for o in outs]
@@ -89,6 +99,25 @@ def test_exp_wide_is_within_2e10_relative():
 def test_exp_wide_special_values():
     (got,) = _run(_exp_kernel, np.array([-np.inf, np.nan, -746.0, -800.0, -1e300]))
     assert got[0] == 0.0 and np.isnan(got[1]) and np.all(got[2:] == 0.0)
+
+
+def test_fp32_exp_of_nonpositive_x_is_within_one_and_a_half_ulps():
+    """Softmax's fp32 exp: within 1.5 fp32 ulps of the truth from 0 down to -104, past fp32's least
+    normal result (x = -87.34) into the subnormals, where the ulp is the least subnormal's; the
+    ends, the reduction's boundaries (odd multiples of ln(2) / 2) and the specials exactly. The
+    interpreter, whose multiply-adds round twice, is at 1.13 here; a polynomial a degree short at 2.8."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([
+        rng.uniform(-104.0, 0.0, 3000), -rng.exponential(2.0, 2000), -np.abs(rng.normal(0, 1e-5, 300)),
+        rng.uniform(-104.0, -87.0, 1000), -np.arange(1, 300) * np.log(2) / 2, [0.0, -0.0, -1e-45, -104.0],
+    ]).astype(np.float32)
+    (got,) = _run(_exp_fp32_kernel, x, out_dtype=torch.float32)
+    want = np.exp(x.astype(np.float64))
+    ulp = np.spacing(np.maximum(want, FP32_TINY).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - want) / ulp) <= EXP_FP32_ULPS, np.max(np.abs(got - want) / ulp)
+    (special,) = _run(_exp_fp32_kernel, np.array([-np.inf, np.nan, -104.5, -1e30, 0.0], dtype=np.float32),
+                      out_dtype=torch.float32)
+    np.testing.assert_array_equal(special, [0.0, np.nan, 0.0, 0.0, 1.0])
 
 
 def _divisors() -> np.ndarray:
