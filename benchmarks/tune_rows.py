@@ -444,13 +444,14 @@ def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     if x.dtype != torch.float32:
         return {}
     layout = _rows.row_layout(x)
-    rows_per_program, production = softmax._config(layout.n, x.dtype, False)
+    tile, production = softmax._config(layout.n, x.dtype, False)
+    production = {**production, "EVEN": _rows.even_tiles(layout.rows, layout.n, tile, softmax._EVEN_MAX_BLOCK)}
     variants = {"fp32sums": {**production, "ACC": tl.float32, "WIDE": False},
                 "fast": {**production, "ACC": tl.float32, "WIDE": False, "PRECISE": False}}
 
     def launch(config):
         y = torch.empty_like(x)
-        softmax._softmax_fwd_kernel[(triton.cdiv(layout.rows, rows_per_program),)](
+        softmax._softmax_fwd_kernel[(triton.cdiv(layout.rows, tile.rows),)](
             layout.tensor, y, layout.rows, layout.n, *layout.kernel_args(), **config)
         return y
 

@@ -574,13 +574,16 @@ def _norm_fwd_kernel(
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if EVEN:  # every tile full (even_tiles): constant masks, which Triton folds away
         row_ok = tl.full([ROWS], True, tl.int1)
+        n_cols = BLOCK  # every row is exactly one block: the vectors' masks fold away too
     else:
         row_ok = rows < n_rows
     x_row = _rows.row_offset(rows, x_inner, x_so, x_si)
     x_off = x_row[:, None]
     r_off = _rows.row_offset(rows, r_inner, r_so, r_si)[:, None]
     dense = rows.to(tl.int64)[:, None] * n_cols
-    cols = tl.arange(0, BLOCK)[None, :]
+    # The columns of every row of the tile, so that weight, bias and xbias load in the tile's layout
+    # (_rows.across_rows).
+    cols = _rows.across_rows(tl.arange(0, BLOCK)[None, :], ROWS)
 
     # First block (the whole row unless SPLIT): source, side outputs, statistics.
     if EVEN:
@@ -904,9 +907,8 @@ EVEN_MAX_BLOCK = 1024
 
 
 def even_tiles(n_rows: int, n: int, tile: _rows.RowTile) -> bool:
-    """Whether the forward runs unmasked: every tile full (one block a row, exactly N wide, whole
-    row tiles) and the row at most EVEN_MAX_BLOCK wide."""
-    return tile.col_blocks == 1 and tile.block == n <= EVEN_MAX_BLOCK and n_rows % tile.rows == 0
+    """Whether the forward runs unmasked (:func:`_rows.even_tiles`, rows up to EVEN_MAX_BLOCK)."""
+    return _rows.even_tiles(n_rows, n, tile, EVEN_MAX_BLOCK)
 
 
 class Backward(NamedTuple):

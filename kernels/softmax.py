@@ -56,6 +56,8 @@ _GPU_BWD = _rows.TileLimits(
     max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
 )
 _BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
+# The forward masks nothing where every tile is full (_rows.even_tiles) and rows are up to this wide.
+_EVEN_MAX_BLOCK = 32768
 _INTERPRETER_LIMITS = _rows.TileLimits(
     max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
 )
@@ -72,9 +74,9 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[int, dict]:
-    """(rows per program, launch keywords) for rows of n elements of this dtype, for the forward
-    or the backward kernel.
+def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, dict]:
+    """(tile, launch keywords) for rows of n elements of this dtype, for the forward or the
+    backward kernel.
 
     COMPUTE: element arithmetic (fp32; fp64 for fp64). WIDE (fp32, fp64): ACC, the row sums and
     per-row scalars, is fp64 and the backward normalises by sum(y); for fp16/bf16 ACC is fp32 and
@@ -86,7 +88,7 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[int, dict]:
     limits = limits._replace(max_block=min(limits.max_block, max(limits.split_block, _BLOCK_BYTES // compute_size)))
     tile = _rows.row_tile(n, dtype.itemsize, limits)
     wide = dtype in (torch.float32, torch.float64)
-    return tile.rows, dict(
+    return tile, dict(
         BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
         COMPUTE=tl.float64 if dtype == torch.float64 else tl.float32,
         ACC=tl.float64 if wide else tl.float32, WIDE=wide,
@@ -104,6 +106,7 @@ def _softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_inner_rows, x_stride_outer, x_stride_inner,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
     ACC: tl.constexpr, PRECISE: tl.constexpr, WIDE: tl.constexpr,  # WIDE: backward only
+    EVEN: tl.constexpr,
 ):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     row_ok = (rows < n_rows)[:, None]
@@ -112,7 +115,10 @@ def _softmax_fwd_kernel(
     cols = tl.arange(0, BLOCK)[None, :]
     neg_inf = -float("inf")
     if not SPLIT:
-        mask = row_ok & (cols < n_cols)
+        if EVEN:  # every tile full (_EVEN_MAX_BLOCK): a constant mask, which Triton folds away
+            mask = tl.full([ROWS, BLOCK], True, tl.int1)
+        else:
+            mask = row_ok & (cols < n_cols)
         x = tl.load(x_row + cols, mask=mask, other=neg_inf).to(COMPUTE)
         # e stays in COMPUTE: only the sum widens, and the scaling is _rows.scale (no fp64 per
         # element), so a row of 32K fp32 elements fits the registers.
@@ -202,10 +208,11 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     if y.numel() == 0:
         return y
     src = _rows.row_layout(x)
-    rows, config = _config(src.n, x.dtype, False)
+    tile, config = _config(src.n, x.dtype, False)
     with _rows.launch_guard(x):
-        _softmax_fwd_kernel[(triton.cdiv(src.rows, rows),)](
-            src.tensor, y, src.rows, src.n, *src.kernel_args(), **config
+        _softmax_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
+            src.tensor, y, src.rows, src.n, *src.kernel_args(),
+            EVEN=_rows.even_tiles(src.rows, src.n, tile, _EVEN_MAX_BLOCK), **config
         )
     return y
 
@@ -215,9 +222,9 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     if dx.numel() == 0:
         return dx
     grad = _rows.row_layout(dy)
-    rows, config = _config(grad.n, y.dtype, True)
+    tile, config = _config(grad.n, y.dtype, True)
     with _rows.launch_guard(y):
-        _softmax_bwd_kernel[(triton.cdiv(grad.rows, rows),)](
+        _softmax_bwd_kernel[(triton.cdiv(grad.rows, tile.rows),)](
             y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args(), **config
         )
     return dx

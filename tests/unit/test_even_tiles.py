@@ -1,5 +1,5 @@
-"""The norms' forward on even tiles (every tile full, short rows: ``even_tiles``) masks nothing,
-and gives the bits the masked kernel gives.
+"""The norms' and softmax's forwards on even tiles (every tile full: ``_rows.even_tiles``) mask
+nothing, and give the bits the masked kernels give.
 
 A batch of whole row tiles with rows exactly one block wide launches the forward with constant
 masks, which Triton folds away. The same rows inside a batch one row longer (its last tile partial)
@@ -12,6 +12,8 @@ import pytest
 import torch
 
 import kernels._norm as norm
+import kernels.softmax as softmax
+from kernels import _rows
 from kernels._runtime import kernel_device_type
 
 _KINDS = {  # forward's keyword arguments besides the inputs
@@ -46,3 +48,18 @@ def test_even_tiles_give_the_masked_kernels_bits(kind, dtype, monkeypatch):
     assert torch.equal(even.stats, masked.stats[:, :rows])
     if dropout:
         assert torch.equal(even.s, masked.s[:rows]) and torch.equal(even.mask, masked.mask[:rows])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_softmax_even_tiles_give_the_masked_kernels_bits(dtype, monkeypatch):
+    n = 16  # one block a row, several rows a tile on either backend
+    tile, _ = softmax._config(n, dtype, False)
+    rows = 2 * tile.rows
+    gen = torch.Generator().manual_seed(n)
+    x = (4 * torch.randn(rows + 1, n, generator=gen)).to(device=kernel_device_type(), dtype=dtype)
+    launched = []
+    even_tiles = _rows.even_tiles
+    monkeypatch.setattr(_rows, "even_tiles", lambda *args: launched.append(even_tiles(*args)) or launched[-1])
+    even, masked = softmax.softmax(x[:rows]), softmax.softmax(x)
+    assert launched == [True, False], f"the forward launched EVEN={launched} (tile {tile})"
+    assert torch.equal(even, masked[:rows])
