@@ -29,7 +29,9 @@ Forward (:func:`forward`): a row that fits one block (up to 16384 columns on a G
 held in registers and written once; the statistics of each row (``K``, ``m``, ``rstd``) are stored
 for the backward (3 values a row in the statistics' dtype), unless no backward will read them
 (``store_stats``). Several short rows share a program; where every tile is full and the rows are
-short, the kernel masks nothing (:func:`even_tiles`). A wider row is streamed twice: statistics,
+short, the kernel masks nothing (:func:`even_tiles`). Weight, bias and xbias load through the
+tile's own [ROWS, BLOCK] offsets (``_rows.across_rows``), so that Triton keeps the tile in one
+layout instead of moving it through shared memory. A wider row is streamed twice: statistics,
 then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
 
 Backward (:func:`backward`): one pass over rows that fit one block. Each program walks a fixed
@@ -574,7 +576,10 @@ def _norm_fwd_kernel(
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     if EVEN:  # every tile full (even_tiles): constant masks, which Triton folds away
         row_ok = tl.full([ROWS], True, tl.int1)
-        n_cols = BLOCK  # every row is exactly one block: the vectors' masks fold away too
+        # Every row is exactly one block: with n_cols a constant the vectors' masks, which have
+        # the tile's [ROWS, BLOCK] shape (_rows.across_rows), fold away too (sm_90 SASS of
+        # LayerNorm at 16 x 256 bf16: 592 instructions a program, 688 with n_cols a variable).
+        n_cols = BLOCK
     else:
         row_ok = rows < n_rows
     x_row = _rows.row_offset(rows, x_inner, x_so, x_si)

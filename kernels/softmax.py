@@ -2,7 +2,8 @@
 
 Forward: a row that fits one block (up to 32768 elements on a GPU, 16384 in fp64) is read once,
 held in registers and written once: max, exp, sum and the division all happen on the loaded tile.
-Short rows are packed several to a program so that each program still moves a few kilobytes. A longer row is
+Short rows are packed several to a program so that each program still moves a few kilobytes;
+where every tile is full, the loads and stores are unmasked (``_rows.even_tiles``). A longer row is
 streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
 the max grows, then a second pass writes ``exp(x - max) / sum``. The second pass walks the row
 from its end back, so that it starts on the blocks the first pass read last, which are the most
@@ -20,7 +21,8 @@ there the kernel keeps eager's formula in fp32, so that on the same y it reprodu
 Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
 For fp32 results the row sums are fp64, the final scaling by 1 / sum is rounded once
 (``_rows.scale``, fp32 arithmetic on an fp64 factor split in two) and exp is the accurate
-``_rows.exp`` (the GPU's native exp and division are a few ulp off, which fp32 outputs show); for
+``_rows.exp``, free of float-to-integer conversions (the GPU's native exp and division are a few
+ulp off, which fp32 outputs show; see ``_rows`` for what the conversions cost); for
 fp16/bf16 results fp32 and the native exp are far below an output ulp. Special values follow
 ``torch.softmax``: ``-inf`` entries give exactly 0, and a row that is entirely ``-inf``, or holds a
 ``+inf`` or a NaN, comes out all NaN (in every case the row's sum becomes NaN, so every element is
