@@ -104,6 +104,17 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
 
 
 @triton.jit
+def _reciprocal(total, PRECISE: tl.constexpr):
+    """1 / a row's sum of exponentials: the sum lies in [1, n] (the maximum's own term is 1), so
+    fp32 results take ``_rows.reciprocal_moderate`` (a refined hardware seed, ~1e-15, far finer
+    than the fp32 scaling it feeds, without IEEE division's slow-path call); fp64 results divide."""
+    if PRECISE:
+        return _rows.reciprocal_moderate(total, True)
+    else:
+        return 1.0 / total
+
+
+@triton.jit
 def _softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_inner_rows, x_stride_outer, x_stride_inner,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
@@ -125,7 +136,7 @@ def _softmax_fwd_kernel(
         # e stays in COMPUTE: only the sum widens, and the scaling is _rows.scale (no fp64 per
         # element), so a row of 32K fp32 elements fits the registers.
         e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE)
-        inv = 1.0 / tl.sum(e.to(ACC), axis=1)
+        inv = _reciprocal(tl.sum(e.to(ACC), axis=1), PRECISE)
         y = _rows.scale(e, inv[:, None])
         tl.store(y_row + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
     else:
@@ -141,7 +152,7 @@ def _softmax_fwd_kernel(
             e = _rows.exp(x - ref[:, None], PRECISE).to(ACC)
             s = s * _rows.exp(m - ref, PRECISE).to(ACC) + tl.sum(e, axis=1)
             m = m_new
-        inv = (1.0 / s)[:, None]
+        inv = _reciprocal(s, PRECISE)[:, None]
         # Second pass from the row's end back: the blocks read last are still in L2 (see the
         # module docstring).
         n_blocks = tl.cdiv(n_cols, BLOCK)
