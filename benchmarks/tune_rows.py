@@ -445,7 +445,7 @@ def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
         return {}
     layout = _rows.row_layout(x)
     tile, production = softmax._config(layout.n, x.dtype, False)
-    production = {**production, "EVEN": _rows.even_tiles(layout.rows, layout.n, tile, softmax._EVEN_MAX_BLOCK)}
+    production = {**production, "EVEN": _rows.even_tiles(layout.rows, layout.n, tile)}
     variants = {"fp32sums": {**production, "ACC": tl.float32, "WIDE": False},
                 "fast": {**production, "ACC": tl.float32, "WIDE": False, "PRECISE": False}}
 

@@ -216,7 +216,8 @@ def dense_offsets(rows, cols, row_stride):
 # every step is the unscaled one times 2^64 exactly, and the result, in [2^63, 2^65), takes any k
 # down to -150 (x clamped at -104, where e^x rounds to 0 anyway) into its exponent and stays
 # normal; one product with 2^-64 then rounds it once, into fp32's subnormals where it must.
-# Positive x is outside the contract: past k = 63 the exponent add would overflow.
+# Positive x is outside the contract: past x = 64 ln 2 (44.4) the exponent add overflows and the
+# result is garbage (NaN, 0 or a negative number), not an infinity.
 _LOG2E = tl.constexpr(1.4426950408889634)
 _LN2_HI = tl.constexpr(0.693145751953125)  # 0x3F317200: low 8 mantissa bits zero
 _LN2_LO = tl.constexpr(1.4286068203094173e-06)  # ln(2) - _LN2_HI
@@ -423,11 +424,12 @@ def row_tile(n: int, elem_size: int, limits: TileLimits) -> RowTile:
     return RowTile(block=block, rows=rows, num_warps=num_warps, col_blocks=col_blocks)
 
 
-def even_tiles(n_rows: int, n: int, tile: RowTile, max_block: int) -> bool:
+def even_tiles(n_rows: int, n: int, tile: RowTile, max_block: int | None = None) -> bool:
     """Whether every tile of rows of ``n`` is full, so that a kernel may build its masks as
     constants (which Triton folds away): one block a row, exactly ``n`` wide, whole row tiles, and
-    the row at most ``max_block`` wide (each kernel measures where unmasking stops paying)."""
-    return tile.col_blocks == 1 and tile.block == n <= max_block and n_rows % tile.rows == 0
+    the row at most ``max_block`` wide where a kernel measured that unmasking stops paying."""
+    fits = max_block is None or n <= max_block
+    return tile.col_blocks == 1 and tile.block == n and fits and n_rows % tile.rows == 0
 
 
 def tile_grid(n_rows: int, tile: RowTile) -> tuple[int]:

@@ -58,8 +58,6 @@ _GPU_BWD = _rows.TileLimits(
     max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
 )
 _BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
-# The forward masks nothing where every tile is full (_rows.even_tiles) and rows are up to this wide.
-_EVEN_MAX_BLOCK = 32768
 _INTERPRETER_LIMITS = _rows.TileLimits(
     max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
 )
@@ -128,7 +126,7 @@ def _softmax_fwd_kernel(
     cols = tl.arange(0, BLOCK)[None, :]
     neg_inf = -float("inf")
     if not SPLIT:
-        if EVEN:  # every tile full (_EVEN_MAX_BLOCK): a constant mask, which Triton folds away
+        if EVEN:  # every tile full (_rows.even_tiles, any row width): a constant mask, folded away
             mask = tl.full([ROWS, BLOCK], True, tl.int1)
         else:
             mask = row_ok & (cols < n_cols)
@@ -225,7 +223,7 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     with _rows.launch_guard(x):
         _softmax_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
             src.tensor, y, src.rows, src.n, *src.kernel_args(),
-            EVEN=_rows.even_tiles(src.rows, src.n, tile, _EVEN_MAX_BLOCK), **config
+            EVEN=_rows.even_tiles(src.rows, src.n, tile), **config
         )
     return y
 

@@ -42,6 +42,16 @@ def _load_block(row_ptr, start, cols, n_cols, BLOCK: tl.constexpr, DROP_LAST_LAN
 
 
 @triton.jit
+def _exp(x, PRECISE: tl.constexpr, SUBTRACT_MAX: tl.constexpr):
+    """Production's exp, whose accurate fp32 form takes x <= 0 only; the planted fault's unshifted
+    logits take tl.exp, which overflows to inf past ~88 as the fault means to show."""
+    if SUBTRACT_MAX:
+        return _rows.exp(x, PRECISE)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
 def _fwd_kernel(
     x_ptr, y_ptr, n_cols, x_inner, x_so, x_si,
     BLOCK: tl.constexpr, SUBTRACT_MAX: tl.constexpr, DROP_LAST_LANE: tl.constexpr,
@@ -59,17 +69,17 @@ def _fwd_kernel(
     if SUM_DTYPE != tl.float64:  # planted: a 16-bit accumulator, one lane per column of the block
         acc = tl.zeros([BLOCK], SUM_DTYPE)
         for start in range(0, n_cols, BLOCK):
-            e = _rows.exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE)
+            e = _exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE, SUBTRACT_MAX)
             acc = _add_rounded(acc, e.to(SUM_DTYPE))
         s16 = tl.reduce(acc, 0, _add_rounded, keep_dims=True)
         s = tl.sum(s16.to(tl.float32).to(tl.float64))  # via fp32, as in _narrow
     else:
         s = tl.zeros([], tl.float64)
         for start in range(0, n_cols, BLOCK):
-            e = _rows.exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE)
+            e = _exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE, SUBTRACT_MAX)
             s += tl.sum(e.to(tl.float64))
     for start in range(0, n_cols, BLOCK):
-        e = _rows.exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE)
+        e = _exp(_load_block(x_row, start, cols, n_cols, BLOCK, DROP_LAST_LANE) - m, PRECISE, SUBTRACT_MAX)
         y = e.to(tl.float64) / s
         tl.store(y_row + start + cols, _narrow(y, y_ptr), mask=start + cols < n_cols)
 
