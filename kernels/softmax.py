@@ -103,9 +103,11 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
 
 @triton.jit
 def _reciprocal(total, PRECISE: tl.constexpr):
-    """1 / a row's sum of exponentials: the sum lies in [1, n] (the maximum's own term is 1), so
-    fp32 results take ``_rows.reciprocal_moderate`` (a refined hardware seed, ~1e-15, far finer
-    than the fp32 scaling it feeds, without IEEE division's slow-path call); fp64 results divide."""
+    """1 / a row's sum: of exponentials in the forward, in [1, n] (the maximum's own term is 1),
+    and of y in the backward, about 1. fp32 results take ``_rows.reciprocal_moderate`` (a refined
+    hardware seed, ~1e-15, far finer than what they round to, without IEEE division's slow-path
+    call; sm_90 SASS of the 32K-row forward: 28.25 -> 25.25 instructions an element); fp64 results
+    divide."""
     if PRECISE:
         return _rows.reciprocal_moderate(total, True)
     else:
@@ -183,7 +185,7 @@ def _softmax_bwd_kernel(
         dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(ACC)
         c = tl.sum(y * dy, axis=1)
         if WIDE:
-            c = c / tl.sum(y, axis=1)
+            c = c * _reciprocal(tl.sum(y, axis=1), PRECISE)
         dx = y * dy - y * c[:, None]
         tl.store(dx_row + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
     else:
@@ -198,7 +200,7 @@ def _softmax_bwd_kernel(
                 total += y
         c = tl.sum(dot, axis=1)
         if WIDE:
-            c = c / tl.sum(total, axis=1)
+            c = c * _reciprocal(tl.sum(total, axis=1), PRECISE)
         c = c[:, None]
         n_blocks = tl.cdiv(n_cols, BLOCK)
         for i in range(0, n_blocks):  # backwards, as in the forward's second pass

@@ -1,0 +1,272 @@
+"""Softmax over the last dimension: Triton forward and backward behind ``torch.autograd.Function``.
+
+Forward: a row that fits one block (up to 32768 elements on a GPU, 16384 in fp64) is read once,
+held in registers and written once: max, exp, sum and the division all happen on the loaded tile.
+Short rows are packed several to a program so that each program still moves a few kilobytes;
+where every tile is full, the loads and stores are unmasked (``_rows.even_tiles``). A longer row is
+streamed in blocks twice: an online pass keeps a running max and a running sum rescaled whenever
+the max grows, then a second pass writes ``exp(x - max) / sum``. The second pass walks the row
+from its end back, so that it starts on the blocks the first pass read last, which are the most
+likely to still sit in L2 (the backward's second pass does the same).
+
+Backward: ``dx = y * dy - y * sum(y * dy)`` from the saved output (eager's formula), single pass
+when the row fits a block, two passes (sums, then write) when it does not. For fp32/fp64 outputs
+the sum is divided by ``sum(y)`` (1 in exact arithmetic) and the arithmetic is fp64: in a peaked
+row the top element's gradient cancels, and the stored y's normalisation error (~1 ulp) would
+otherwise dominate the small true gradient (an exact backward applied to eager's own fp32 output
+misses eager's error budget by 4-14x on such rows; normalised, the kernel stays within ~1.4x).
+For fp16/bf16 the rounding error of y sits in single elements, which normalising does not model;
+there the kernel keeps eager's formula in fp32, so that on the same y it reproduces eager's answer.
+
+Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
+For fp32 results the row sums are fp64, the final scaling by 1 / sum is rounded once
+(``_rows.scale``, fp32 arithmetic on an fp64 factor split in two) and exp is the accurate
+``_rows.exp``, free of float-to-integer conversions (the GPU's native exp and division are a few
+ulp off, which fp32 outputs show; see ``_rows`` for what the conversions cost); for
+fp16/bf16 results fp32 and the native exp are far below an output ulp. Special values follow
+``torch.softmax``: ``-inf`` entries give exactly 0, and a row that is entirely ``-inf``, or holds a
+``+inf`` or a NaN, comes out all NaN (in every case the row's sum becomes NaN, so every element is
+NaN, whatever the max reduction does with NaN).
+
+No atomics and a fixed reduction order: repeated calls are bitwise identical.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._validate import FLOAT_DTYPES, check_tensor
+
+OP = "softmax"
+DTYPES = FLOAT_DTYPES + (torch.float64,)
+
+# GPU tiling, from the H100 sweep (benchmarks/tune_rows.py; results/2026-11-23-h100-4/tune). The
+# forward holds rows of up to 32768 elements in registers (a 32K fp32 row: 0.41 ms in one pass
+# against 0.52 ms streamed twice); fp64 rows stop at half that (_BLOCK_BYTES). The backward holds
+# two arrays a row, so it splits past 16384 (a 32K single block spilled: 6.0 ms against 0.71 ms),
+# and wants more threads per row (16 bytes a thread). Short rows: 1024 elements a program (128-wide
+# fp32 rows: 0.0174 ms against 0.0180 ms at 2048).
+_GPU_FWD = _rows.TileLimits(
+    max_block=32768, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=32
+)
+_GPU_BWD = _rows.TileLimits(
+    max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
+)
+_BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
+_INTERPRETER_LIMITS = _rows.TileLimits(
+    max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
+)
+
+
+def _limits(backward: bool) -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_BWD if backward else _GPU_FWD, _INTERPRETER_LIMITS)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths where the forward's or the backward's tiling changes on the current backend
+    (for test shapes)."""
+    return tuple(sorted(set(_rows.block_boundaries(_limits(False))) | set(_rows.block_boundaries(_limits(True)))))
+
+
+@functools.lru_cache(maxsize=1024)
+def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, dict]:
+    """(tile, launch keywords) for rows of n elements of this dtype, for the forward or the
+    backward kernel.
+
+    COMPUTE: element arithmetic (fp32; fp64 for fp64). WIDE (fp32, fp64): ACC, the row sums and
+    per-row scalars, is fp64 and the backward normalises by sum(y); for fp16/bf16 ACC is fp32 and
+    the backward is eager's formula (see the module docstring). PRECISE: accurate exp (fp32
+    results only, see ``_rows.exp``).
+    """
+    limits = _limits(backward)
+    compute_size = 8 if dtype == torch.float64 else 4
+    limits = limits._replace(max_block=min(limits.max_block, max(limits.split_block, _BLOCK_BYTES // compute_size)))
+    tile = _rows.row_tile(n, dtype.itemsize, limits)
+    wide = dtype in (torch.float32, torch.float64)
+    return tile, dict(
+        BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
+        COMPUTE=tl.float64 if dtype == torch.float64 else tl.float32,
+        ACC=tl.float64 if wide else tl.float32, WIDE=wide,
+        PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+# ----------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _reciprocal(total, PRECISE: tl.constexpr):
+    """1 / a row's sum of exponentials: the sum lies in [1, n] (the maximum's own term is 1), so
+    fp32 results take ``_rows.reciprocal_moderate`` (a refined hardware seed, ~1e-15, far finer
+    than the fp32 scaling it feeds, without IEEE division's slow-path call); fp64 results divide."""
+    if PRECISE:
+        return _rows.reciprocal_moderate(total, True)
+    else:
+        return 1.0 / total
+
+
+@triton.jit
+def _softmax_fwd_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, x_inner_rows, x_stride_outer, x_stride_inner,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
+    ACC: tl.constexpr, PRECISE: tl.constexpr, WIDE: tl.constexpr,  # WIDE: backward only
+    EVEN: tl.constexpr,
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    x_row = x_ptr + _rows.row_offset(rows, x_inner_rows, x_stride_outer, x_stride_inner)[:, None]
+    y_row = y_ptr + rows.to(tl.int64)[:, None] * n_cols
+    cols = tl.arange(0, BLOCK)[None, :]
+    neg_inf = -float("inf")
+    if not SPLIT:
+        if EVEN:  # every tile full (_rows.even_tiles, any row width): a constant mask, folded away
+            mask = tl.full([ROWS, BLOCK], True, tl.int1)
+        else:
+            mask = row_ok & (cols < n_cols)
+        x = tl.load(x_row + cols, mask=mask, other=neg_inf).to(COMPUTE)
+        # e stays in COMPUTE: only the sum widens, and the scaling is _rows.scale (no fp64 per
+        # element), so a row of 32K fp32 elements fits the registers.
+        e = _rows.exp(x - tl.max(x, axis=1)[:, None], PRECISE)
+        inv = _reciprocal(tl.sum(e.to(ACC), axis=1), PRECISE)
+        y = _rows.scale(e, inv[:, None])
+        tl.store(y_row + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
+    else:
+        # Online pass: running max m and sum s of exp(x - m). While a row has seen only -inf,
+        # rescale against 0 instead of m so that -inf - -inf never makes a NaN out of nothing.
+        m = tl.full([ROWS], neg_inf, COMPUTE)
+        s = tl.zeros([ROWS], ACC)
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
+            m_new = tl.maximum(m, tl.max(x, axis=1))
+            ref = tl.where(m_new == neg_inf, 0.0, m_new)
+            e = _rows.exp(x - ref[:, None], PRECISE).to(ACC)
+            s = s * _rows.exp(m - ref, PRECISE).to(ACC) + tl.sum(e, axis=1)
+            m = m_new
+        inv = _reciprocal(s, PRECISE)[:, None]
+        # Second pass from the row's end back: the blocks read last are still in L2 (see the
+        # module docstring).
+        n_blocks = tl.cdiv(n_cols, BLOCK)
+        for i in range(0, n_blocks):
+            start = (n_blocks - 1 - i) * BLOCK
+            mask = row_ok & (start + cols < n_cols)
+            x = tl.load(x_row + start + cols, mask=mask, other=neg_inf).to(COMPUTE)
+            y = _rows.scale(_rows.exp(x - m[:, None], PRECISE), inv)
+            tl.store(y_row + start + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
+
+
+@triton.jit
+def _softmax_bwd_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, dy_inner_rows, dy_stride_outer, dy_stride_inner,
+    BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
+    ACC: tl.constexpr, PRECISE: tl.constexpr, WIDE: tl.constexpr,
+):
+    # y and dx are contiguous (y is this module's own output); dy may have any row layout.
+    # dx = y * dy - y * c, c = sum(y * dy) [/ sum(y) when WIDE]: see the module docstring.
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = (rows < n_rows)[:, None]
+    dense_row = rows.to(tl.int64)[:, None] * n_cols
+    y_row = y_ptr + dense_row
+    dx_row = dx_ptr + dense_row
+    dy_row = dy_ptr + _rows.row_offset(rows, dy_inner_rows, dy_stride_outer, dy_stride_inner)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    if not SPLIT:
+        mask = row_ok & (cols < n_cols)
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(ACC)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(ACC)
+        c = tl.sum(y * dy, axis=1)
+        if WIDE:
+            c = c / tl.sum(y, axis=1)
+        dx = y * dy - y * c[:, None]
+        tl.store(dx_row + cols, _rows.cast_for_store(dx, dx_ptr), mask=mask)
+    else:
+        dot = tl.zeros([ROWS, BLOCK], ACC)
+        total = tl.zeros([ROWS, BLOCK], ACC)
+        for start in range(0, n_cols, BLOCK):
+            mask = row_ok & (start + cols < n_cols)
+            y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dot += y * dy
+            if WIDE:
+                total += y
+        c = tl.sum(dot, axis=1)
+        if WIDE:
+            c = c / tl.sum(total, axis=1)
+        c = c[:, None]
+        n_blocks = tl.cdiv(n_cols, BLOCK)
+        for i in range(0, n_blocks):  # backwards, as in the forward's second pass
+            start = (n_blocks - 1 - i) * BLOCK
+            mask = row_ok & (start + cols < n_cols)
+            y = tl.load(y_row + start + cols, mask=mask, other=0.0).to(ACC)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(ACC)
+            tl.store(dx_row + start + cols, _rows.cast_for_store(y * dy - y * c, dx_ptr), mask=mask)
+
+
+# ----------------------------------------------------------------------------------------------
+# Launchers
+# ----------------------------------------------------------------------------------------------
+
+
+def _forward(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    src = _rows.row_layout(x)
+    tile, config = _config(src.n, x.dtype, False)
+    with _rows.launch_guard(x):
+        _softmax_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
+            src.tensor, y, src.rows, src.n, *src.kernel_args(),
+            EVEN=_rows.even_tiles(src.rows, src.n, tile), **config
+        )
+    return y
+
+
+def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    if dx.numel() == 0:
+        return dx
+    grad = _rows.row_layout(dy)
+    tile, config = _config(grad.n, y.dtype, True)
+    with _rows.launch_guard(y):
+        _softmax_bwd_kernel[(triton.cdiv(grad.rows, tile.rows),)](
+            y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args(), **config
+        )
+    return dx
+
+
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = _forward(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        if dy.dtype != y.dtype:  # autograd may hand a grad of another dtype; never mutate it
+            dy = dy.to(y.dtype)
+        return _backward(y, dy)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """``torch.softmax(x, dim=-1)`` for a tensor of one or more dimensions.
+
+    dtypes: float32, float16, bfloat16 (fp32 arithmetic) and float64 (fp64 arithmetic). Any strides.
+    Returns a new contiguous tensor of ``x``'s shape and dtype; differentiable.
+
+    Raises TypeError for a non-tensor or an unsupported dtype, ValueError for a 0-d tensor or a
+    tensor on the wrong device.
+    """
+    check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _Softmax.apply(x)
+    return _forward(x)  # no graph to record: skip autograd.Function's overhead
