@@ -210,8 +210,9 @@ def dense_offsets(rows, cols, row_stride):
 # so |f| <= ln(2)/2. k is read from the bits of x log2(e) + 1.5 * 2^23, whose low bits are k, and
 # 2^k goes into the exponent bits with an integer add: no float-to-integer conversion, which on an
 # H100 runs at 16 an SM a clock, an eighth of fp32 arithmetic (a floor and a conversion for k and
-# two more for its powers of two made four an element, and softmax's fp32 forward, bound by them
-# between its loads and stores, spent more time on them than on anything else). e^f is a degree-7
+# two more for its powers of two made four an element; with the row sum's fifth they kept their
+# pipe as busy as all of softmax's fp32 forward kept the issue, in the stretch where the SM's memory
+# waits for the row's arithmetic). e^f is a degree-7
 # Taylor polynomial (truncation error < 0.05 ulp) in Horner form whose coefficients carry 2^64:
 # every step is the unscaled one times 2^64 exactly, and the result, in [2^63, 2^65), takes any k
 # down to -150 (x clamped at -104, where e^x rounds to 0 anyway) into its exponent and stays
