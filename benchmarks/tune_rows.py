@@ -444,14 +444,13 @@ def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     if x.dtype != torch.float32:
         return {}
     layout = _rows.row_layout(x)
-    tile, production = softmax._config(layout.n, x.dtype, False)
-    production = {**production, "EVEN": _rows.even_tiles(layout.rows, layout.n, tile)}
+    grid, production = softmax._forward_launch(layout, x.dtype)
     variants = {"fp32sums": {**production, "ACC": tl.float32, "WIDE": False},
                 "fast": {**production, "ACC": tl.float32, "WIDE": False, "PRECISE": False}}
 
     def launch(config):
         y = torch.empty_like(x)
-        softmax._softmax_fwd_kernel[(triton.cdiv(layout.rows, tile.rows),)](
+        softmax._softmax_fwd_kernel[grid](
             layout.tensor, y, layout.rows, layout.n, *layout.kernel_args(), **config)
         return y
 

@@ -106,9 +106,9 @@ def _reciprocal(total, PRECISE: tl.constexpr):
     """1 / a row's sum: of exponentials in the forward, in [1, n] (the maximum's own term is 1),
     and of y in the backward, about 1. fp32 results take ``_rows.reciprocal_moderate`` (a refined
     hardware seed, ~1e-15, far finer than what they round to, without IEEE division's slow-path
-    call; sm_90 SASS of the 32K-row forward: 28.25 -> 25.25 instructions an element); fp64 results
-    divide."""
-    if PRECISE:
+    call; sm_90 SASS of the 32K-row forward: 28.25 -> 25.25 instructions an element); fp64 results,
+    and an fp32 sum (tune_rows.py's diagnostic of fp32 sums), divide."""
+    if PRECISE and total.dtype == tl.float64:
         return _rows.reciprocal_moderate(total, True)
     else:
         return 1.0 / total
@@ -221,13 +221,17 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     if y.numel() == 0:
         return y
     src = _rows.row_layout(x)
-    tile, config = _config(src.n, x.dtype, False)
+    grid, config = _forward_launch(src, x.dtype)
     with _rows.launch_guard(x):
-        _softmax_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
-            src.tensor, y, src.rows, src.n, *src.kernel_args(),
-            EVEN=_rows.even_tiles(src.rows, src.n, tile), **config
-        )
+        _softmax_fwd_kernel[grid](src.tensor, y, src.rows, src.n, *src.kernel_args(), **config)
     return y
+
+
+def _forward_launch(src: _rows.RowLayout, dtype: torch.dtype) -> tuple[tuple[int], dict]:
+    """The forward kernel's grid and launch keywords for rows laid out as ``src``: :func:`_config`'s,
+    and EVEN where every tile is full (``_rows.even_tiles``)."""
+    tile, config = _config(src.n, dtype, False)
+    return (triton.cdiv(src.rows, tile.rows),), {**config, "EVEN": _rows.even_tiles(src.rows, src.n, tile)}
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
