@@ -8,10 +8,14 @@ name, torch version, triton version), named by a filesystem-safe slug of the thr
     {"schema": "harness-baseline", "version": 1,
      "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "triton": "3.6.0",
      "records": {KEY: {"samples_ms": [...], "median_ms": 0.123,
-                       "recorded_at": "2025-01-01T12:00:00+00:00", "commit": "abc123" | null}}}
+                       "recorded_at": "2025-01-01T12:00:00+00:00", "commit": "abc123" | null,
+                       "timing": "cuda-events/spin/l2-read-flush"}}}
 
 KEY is the caller's opaque benchmark key (``softmax/forward/cols=1024,rows=8192/float16/triton``).
 Each record sits on one line, sorted by key, so a re-recorded benchmark is a one-line diff.
+``timing`` names how the samples were taken (``harness.bench.timing.TIMING_METHOD``); a record
+without one predates the field (L2 flushed by zeroing), and ``timing_of`` reports it as
+``UNNAMED_TIMING``. Readers compare a run only with records of its own method.
 
 Baselines are shared history, so the store is careful with them:
 
@@ -43,6 +47,7 @@ SCHEMA = "harness-baseline"
 VERSION = 1
 DEFAULT_DIRECTORY = Path("benchmarks/baselines")
 RECORD_FIELDS = ("samples_ms", "median_ms", "recorded_at", "commit")
+UNNAMED_TIMING = "unnamed (recorded before records named their timing method: L2 flushed by zeroing)"
 
 _FIX = (
     "restore it from git (git checkout -- {path}) or re-record it with "
@@ -82,6 +87,11 @@ def _check_samples(value: Any, name: str) -> list[float]:
             raise ValueError(f"{name}[{i}] = {v!r}: timings must be positive finite numbers (ms)")
         samples.append(float(v))
     return samples
+
+
+def timing_of(record: Mapping[str, Any]) -> str:
+    """The timing method a stored or measured record was taken with (``UNNAMED_TIMING`` if none)."""
+    return record.get("timing") or UNNAMED_TIMING
 
 
 def _utc_now() -> datetime:
@@ -131,20 +141,24 @@ class BaselineStore:
         records: Mapping[str, Sequence[float] | Mapping[str, Any]],
         commit: str | None = None,
         *,
+        timing: str | None = None,
         force: bool = False,
     ) -> Path:
         """Merge ``records`` into the file of this key and return its path.
 
-        ``records`` maps each benchmark key to its samples in ms (or to a mapping with a
-        ``samples_ms`` list). Those keys are replaced, with the median, the current UTC time and
-        ``commit``; other keys are kept. A corrupt existing file raises ``BaselineError`` unless
-        ``force``, which renames it to ``<name>.corrupt-<UTC timestamp>`` and starts afresh.
+        ``records`` maps each benchmark key to its samples in ms, or to a mapping with a
+        ``samples_ms`` list and optionally the ``timing`` method they were taken with (else
+        ``timing``; with neither, the record names no method). Those keys are replaced, with the
+        median, the current UTC time and ``commit``; other keys are kept. A corrupt existing file
+        raises ``BaselineError`` unless ``force``, which renames it to
+        ``<name>.corrupt-<UTC timestamp>`` and starts afresh.
         """
         path = self.path_for(device, torch_version, triton_version)
         if commit is not None and not isinstance(commit, str):
             raise ValueError(f"commit must be a string or None, got {commit!r}")
+        _check_timing(timing, "timing", optional=True)
         now = _utc_now()
-        new = _new_records(records, commit, now.isoformat(timespec="seconds"))
+        new = _new_records(records, commit, now.isoformat(timespec="seconds"), timing)
         try:
             merged = self.load(device, torch_version, triton_version)
         except BaselineError:
@@ -162,16 +176,27 @@ def _error(path: Path, problem: str) -> BaselineError:
     return BaselineError(f"baseline file {path} {problem}; {_FIX.format(path=path)}")
 
 
-def _new_records(records: Any, commit: str | None, recorded_at: str) -> dict[str, dict[str, Any]]:
+def _check_timing(value: Any, name: str, optional: bool) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string naming a timing method, got {value!r}")
+    return value
+
+
+def _new_records(records: Any, commit: str | None, recorded_at: str, timing: str | None) -> dict[str, dict[str, Any]]:
     if not isinstance(records, Mapping) or not records:
         raise ValueError(f"records must be a non-empty mapping of benchmark key to samples, got {records!r:.80}")
     out = {}
     for key, value in records.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"records: every benchmark key must be a non-empty string, got {key!r}")
+        method = timing
         if isinstance(value, Mapping):
             if "samples_ms" not in value:
                 raise ValueError(f"records[{key!r}] has no 'samples_ms'")
+            if value.get("timing") is not None:
+                method = _check_timing(value["timing"], f"records[{key!r}]['timing']", optional=False)
             value = value["samples_ms"]
         samples = _check_samples(value, f"records[{key!r}]")
         out[key] = {
@@ -180,6 +205,8 @@ def _new_records(records: Any, commit: str | None, recorded_at: str) -> dict[str
             "recorded_at": recorded_at,
             "commit": commit,
         }
+        if method is not None:
+            out[key]["timing"] = method
     return out
 
 
@@ -232,6 +259,8 @@ def _record_problem(key: str, record: Any) -> str | None:
         return f"recorded_at = {record['recorded_at']!r} is not an ISO 8601 time"
     if record["commit"] is not None and not isinstance(record["commit"], str):
         return f"commit = {record['commit']!r} is neither a string nor null"
+    if "timing" in record and (not isinstance(record["timing"], str) or not record["timing"].strip()):
+        return f"timing = {record['timing']!r} is not a non-empty string"
     return None
 
 

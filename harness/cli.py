@@ -297,7 +297,7 @@ def cmd_record_baseline(args: argparse.Namespace) -> int:
     if not results["benchmarks"]:
         console.print(f"[red]error:[/red] {args.results} holds no benchmarks (performance was not measured)")
         return 2
-    records = {b["key"]: b["samples_ms"] for b in results["benchmarks"]}
+    records = {b["key"]: b for b in results["benchmarks"]}  # samples_ms, and timing where the run named it
     try:
         path = BaselineStore(Path(args.baselines)).update(run["device"], run["torch"], run["triton"], records,
                                                           commit=run.get("commit"), force=args.force)

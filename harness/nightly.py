@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from harness import profiles
-from harness.baseline import BaselineError, BaselineStore
+from harness.baseline import BaselineError, BaselineStore, timing_of
 from harness.bench.roofline import measure
 from harness.bench.runner import DEFAULT_SHAPE_TIMEOUT_S, BenchInterrupted, bench_spec
 from harness.bench.timing import TimingPlan
@@ -112,9 +112,13 @@ def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int |
 def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: str | None) -> list[dict]:
     """One verdict per benchmark of an implementation under test (eager/compile are context, and
     measure the machine's drift against their own baselines: ``harness.regression``)."""
+    def comparable(record: dict) -> dict | None:  # the baseline of this record, if timed the same way
+        recorded = (baseline or {}).get(record["key"])
+        return recorded if recorded is not None and timing_of(recorded) == timing_of(record) else None
+
     drift_ratios: dict[str, dict[str, float]] = {}  # benchmark (key without implementation) -> reference -> ratio
     for record in benchmarks:
-        recorded = (baseline or {}).get(record["key"])
+        recorded = comparable(record)
         if record["implementation"] in REFERENCE_IMPLEMENTATIONS and recorded and recorded.get("median_ms"):
             drift_ratios.setdefault(record["key"].rsplit("/", 1)[0], {})[record["implementation"]] = (
                 record["median_ms"] / recorded["median_ms"])
@@ -132,6 +136,12 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
         if recorded is None:
             verdicts.append({**base, "verdict": "no-baseline",
                              "reason": "no baseline recorded for this device and software; record one with --update-baseline"})
+            continue
+        if comparable(record) is None:
+            verdicts.append({**base, "verdict": "no-baseline", "baseline_median_ms": recorded["median_ms"],
+                             "reason": f"the baseline was timed by another method ({timing_of(recorded)}; this run: "
+                                       f"{timing_of(record)}), and timings of two methods do not compare; "
+                                       "re-record it with --update-baseline"})
             continue
         drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}))
         samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
@@ -185,7 +195,7 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
     if update_baseline:
         try:
             store.update(name, versions["torch"], versions["triton"],
-                         {b["key"]: b["samples_ms"] for b in benchmarks}, commit=_commit(), force=force)
+                         {b["key"]: b for b in benchmarks}, commit=_commit(), force=force)
         except BaselineError as exc:  # keep the measurements; say why nothing was recorded
             update_error = str(exc)
     return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,

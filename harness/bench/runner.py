@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from harness.bench.roofline import Roofline
-from harness.bench.timing import TimingPlan, iqr, median, time_interleaved
+from harness.bench.timing import TIMING_METHOD, TimingPlan, iqr, median, time_interleaved
 from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.errors import describe_exception
@@ -250,7 +250,7 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
                 "key": bench_key(spec.name, pass_, shape, name),
                 "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype,
                 "scalars": dict(shape.scalars), "pass": pass_, "implementation": name,
-                "samples_ms": times, "median_ms": medians[name], "iqr_ms": iqr(times),
+                "samples_ms": times, "timing": TIMING_METHOD, "median_ms": medians[name], "iqr_ms": iqr(times),
                 "bytes": nbytes, "flops": flops, "gbps": gbps,
                 "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
                 "copy_same_size_ms": copy_ms,

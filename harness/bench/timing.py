@@ -8,10 +8,23 @@ region. That is what the roofline comparison needs; launch overhead is a separat
 
 Each repetition times every implementation once, in an order rotated from one repetition to the
 next, so that clock drift, thermal throttling or a noisy neighbour hit all of them alike and their
-ratios stay honest. Before each timed call the L2 cache is flushed by writing a buffer twice its
-size, and the call gets the next of several input sets, so neither the cache nor a lucky reuse of
-the same addresses flatters a kernel. Warm-up calls come first (they also trigger compilation,
-``torch.compile``'s included) and are not recorded.
+ratios stay honest. Before each timed call the L2 cache is flushed, and the call gets the next of
+several input sets, so neither the cache nor a lucky reuse of the same addresses flatters a kernel.
+Warm-up calls come first (they also trigger compilation, ``torch.compile``'s included) and are not
+recorded.
+
+The flush reads a buffer twice L2's size that is never written, so it leaves L2 holding clean
+lines: the lines it evicts (the previous call's outputs) are written back inside the flush, and the
+timed call pays for its own traffic only, as under ncu, which writes back and invalidates L2
+before a kernel. Flushing by writing (zeroing a buffer, as ``triton.testing.do_bench`` does) leaves
+L2 full of dirty lines instead, and the timed call pays for writing them back as its loads and
+stores evict them: up to L2's size of extra DRAM writes. On an H100 (benchmarks/results/
+2026-11-24-h100-12, call 2) that capped every 33.5 MB op at 67% of the copy bandwidth, 33.5 MB
+over 33.5 + 16.7 MB of write-backs: a 16.75 MiB copy took 17.2 us after a zeroing flush and 13.3
+after a reading one, while a 1 GiB copy differs by 0.7%. The timed call's own writes may still sit
+in L2 when its end event fires, as in ncu's kernel durations and as the next op of a model finds
+them. Timings taken under different flushes do not compare, so each benchmark record and baseline
+names its method (``TIMING_METHOD``).
 """
 
 from __future__ import annotations
@@ -24,6 +37,10 @@ import torch
 
 Call = Callable[[int], object]  # receives the input-set index
 
+# What a record timed with this module means; baselines recorded under another method (or under none,
+# before records named theirs: L2 flushed by zeroing) are not compared with it.
+TIMING_METHOD = "cuda-events/spin/l2-read-flush"
+
 
 @dataclass(frozen=True)
 class TimingPlan:
@@ -34,9 +51,12 @@ class TimingPlan:
     spin_cycles: int = 2_000_000  # ~1 ms at Hopper clocks: longer than any call's host-side work
 
 
-def _flush_buffer(device: torch.device) -> torch.Tensor:
+def _l2_flush(device: torch.device) -> Callable[[], object]:
+    """A call that leaves L2 clean and holding none of the timed inputs: a read of a buffer twice
+    L2's size, written once here and never again (module docstring)."""
     l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20) or (64 << 20)
-    return torch.empty(2 * l2, dtype=torch.uint8, device=device)
+    buffer = torch.zeros(2 * l2 // 4, dtype=torch.float32, device=device)
+    return lambda: buffer.sum()
 
 
 def time_interleaved(calls: Mapping[str, Call], device: torch.device, plan: TimingPlan = TimingPlan()) -> dict[str, list[float]]:
@@ -44,7 +64,7 @@ def time_interleaved(calls: Mapping[str, Call], device: torch.device, plan: Timi
     if device.type != "cuda":
         raise ValueError(f"timing needs a CUDA device, got {device}")
     names = list(calls)
-    flush = _flush_buffer(device) if plan.flush_l2 else None
+    flush = _l2_flush(device) if plan.flush_l2 else None
     with torch.cuda.device(device):
         for i in range(plan.warmup):
             for name in names:
@@ -55,7 +75,7 @@ def time_interleaved(calls: Mapping[str, Call], device: torch.device, plan: Timi
             order = names[rep % len(names):] + names[: rep % len(names)]
             for name in order:
                 if flush is not None:
-                    flush.zero_()
+                    flush()
                 if plan.spin_cycles:
                     torch.cuda._sleep(plan.spin_cycles)
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

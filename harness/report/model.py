@@ -55,7 +55,8 @@ _BENCHMARK = {"key": str, "spec": str, "shape": dict, "dtype": str, "scalars": d
               "speedup_vs_eager": _OPT_NUM, "speedup_vs_compile": _OPT_NUM, "recheck": RECHECKS}
 # Added within version 1: absent from older files, checked when present.
 _BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM, "peer": bool,
-                       "recheck_detail": str}  # why a failed recheck failed (its first line)
+                       "recheck_detail": str,  # why a failed recheck failed (its first line)
+                       "timing": str}  # harness.bench.timing.TIMING_METHOD; absent: L2 flushed by zeroing
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}

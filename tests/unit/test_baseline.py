@@ -6,7 +6,7 @@ import os
 import pytest
 
 from harness import baseline as baseline_module
-from harness.baseline import SCHEMA, VERSION, BaselineError, BaselineStore
+from harness.baseline import SCHEMA, UNNAMED_TIMING, VERSION, BaselineError, BaselineStore, timing_of
 
 H100 = ("NVIDIA H100 80GB HBM3", "2.11.0+cu130", "3.6.0")
 A100 = ("NVIDIA A100-SXM4-80GB", "2.11.0+cu130", "3.6.0")
@@ -121,6 +121,8 @@ def _valid():
         (lambda d: d["records"][KEY].update(median_ms="fast"), "median_ms"),
         (lambda d: d["records"][KEY].update(recorded_at="yesterday"), "recorded_at"),
         (lambda d: d["records"][KEY].update(commit=42), "commit"),
+        (lambda d: d["records"][KEY].update(timing=""), "timing"),
+        (lambda d: d["records"][KEY].update(timing=7), "timing"),
     ],
 )
 def test_wrong_schema_version_or_malformed_records_raise(store, change, words):
@@ -194,6 +196,7 @@ def test_writes_are_atomic_and_leave_no_temporaries(store, monkeypatch):
         ({KEY: ["1.0"]}, "[0] = '1.0'"),
         ({KEY: "1.0"}, "records['softmax"),
         ({KEY: {"median_ms": 1.0}}, "samples_ms"),
+        ({KEY: {"samples_ms": [1.0], "timing": ""}}, "['timing']"),
         ({"": [1.0]}, "key"),
         ({3: [1.0]}, "key"),
         ({}, "records"),
@@ -209,3 +212,22 @@ def test_invalid_records_are_rejected_before_anything_is_written(store, records,
 def test_invalid_commit_is_rejected(store):
     with pytest.raises(ValueError, match="commit"):
         store.update(*H100, {KEY: [1.0]}, commit=123)
+
+
+def test_records_name_their_timing_method(store):
+    """Timings of two methods do not compare (harness.bench.timing), so each record keeps its own:
+    from the record's mapping, else the update's ``timing``, else none (read as UNNAMED_TIMING)."""
+    store.update(*H100, {KEY: {"samples_ms": [1.0], "timing": "method-a"}, OTHER: [2.0]}, timing="method-b")
+    records = store.load(*H100)
+    assert (records[KEY]["timing"], records[OTHER]["timing"]) == ("method-a", "method-b")
+    store.update(*H100, {KEY: [1.5]})  # re-recorded without a method: the old one is not carried over
+    records = store.load(*H100)
+    assert "timing" not in records[KEY] and timing_of(records[KEY]) == UNNAMED_TIMING
+    assert timing_of(records[OTHER]) == "method-b"
+
+
+@pytest.mark.parametrize("bad", ["", "  ", 3])
+def test_invalid_timing_is_rejected(store, bad):
+    with pytest.raises(ValueError, match="timing"):
+        store.update(*H100, {KEY: [1.0]}, timing=bad)
+    assert not store.directory.exists()

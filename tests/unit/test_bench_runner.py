@@ -70,6 +70,7 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
         assert r["copy_same_size_ms"] == pytest.approx(1.055)
         assert r["pct_same_size_copy"] == pytest.approx(100 * r["copy_same_size_ms"] / r["median_ms"])
         assert r["recheck"] == ("n/a" if r["implementation"] in ("eager", "compile") else "passed")
+        assert r["timing"] == runner.TIMING_METHOD
     triton_fwd = next(r for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
     assert triton_fwd["speedup_vs_eager"] > 1.9 and triton_fwd["key"].startswith(f"{name}/forward/")
 
@@ -94,6 +95,31 @@ def test_judge_flags_against_baseline_and_says_when_none_or_unreadable():
     assert [v["verdict"] for v in slow] == ["regression"], "eager/compile are context, not judged"
     assert judge([record], {}, None)[0]["verdict"] == "no-baseline"
     assert judge([record], None, "file.json is corrupt")[0]["verdict"] == "baseline-unreadable"
+
+
+def test_judge_compares_only_timings_of_one_method():
+    """A baseline timed with L2 flushed by zeroing charged 33.5 MB ops for 33 MB of write-backs
+    (harness.bench.timing): judged against a run of the reading flush, every such op would be an
+    "improvement". Records of two methods get no verdict, and say why; nor do references of another
+    method count as the machine's drift."""
+    old = [1.3 + 0.001 * (i % 5) for i in range(40)]
+    new = [1.0 + 0.001 * (i % 5) for i in range(40)]
+    record = {"key": "k", "spec": "s", "implementation": "triton", "median_ms": 1.0, "samples_ms": new,
+              "timing": runner.TIMING_METHOD}
+    unnamed = {"k": {"samples_ms": old, "median_ms": 1.3}}
+    (v,) = judge([record], unnamed, None)
+    assert v["verdict"] == "no-baseline" and "another method" in v["reason"] and runner.TIMING_METHOD in v["reason"]
+    assert v["baseline_median_ms"] == 1.3
+    same = {"k": {"samples_ms": old, "median_ms": 1.3, "timing": runner.TIMING_METHOD}}
+    assert judge([record], same, None)[0]["verdict"] == "improvement"
+    # eager and compile recorded under the old method: no drift is divided out of the kernel's ratio
+    refs = [{**record, "key": f"k/{impl}", "implementation": impl, "samples_ms": [2 * t for t in new]}
+            for impl in ("eager", "compile")]
+    kernel = {**record, "key": "k/triton", "samples_ms": [1.06 * t for t in new], "median_ms": 1.06}
+    baseline = {**{r["key"]: {"samples_ms": new, "median_ms": 1.0} for r in refs},
+                "k/triton": {"samples_ms": new, "median_ms": 1.0, "timing": runner.TIMING_METHOD}}
+    (v,) = judge([kernel, *refs], baseline, None)
+    assert v["verdict"] == "regression" and v["drift"] is None
 
 
 def _timings(median, n=40):

@@ -1,5 +1,6 @@
 """The pytest plugin's generation and filters, and the CLI end to end (list, check, new, repro)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,6 +103,14 @@ def test_record_baseline_from_results_and_refuse_a_corrupt_file(tmp_path):
     recorded = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path)])
     assert recorded.returncode == 0 and "recorded 12 baseline(s)" in recorded.stdout
     (path,) = tmp_path.glob("*.json")
+    # that run predates named timing methods, so its records name none; a run that names one keeps it
+    assert all("timing" not in r for r in json.loads(path.read_text())["records"].values())
+    named = json.loads(RECORDED.read_text())
+    for b in named["benchmarks"]:
+        b["timing"] = "method-x"
+    (tmp_path / "named.json").write_text(json.dumps(named))
+    assert _run(["-m", "harness", "record-baseline", str(tmp_path / "named.json"), "--baselines", str(tmp_path)]).returncode == 0
+    assert {r["timing"] for r in json.loads(path.read_text())["records"].values()} == {"method-x"}
     path.write_text("{ not json")
     refused = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path)])
     assert refused.returncode == 2 and path.name in refused.stdout
