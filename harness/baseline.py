@@ -14,8 +14,8 @@ name, torch version, triton version), named by a filesystem-safe slug of the thr
 KEY is the caller's opaque benchmark key (``softmax/forward/cols=1024,rows=8192/float16/triton``).
 Each record sits on one line, sorted by key, so a re-recorded benchmark is a one-line diff.
 ``timing`` names how the samples were taken (``harness.bench.timing.TIMING_METHOD``); a record
-without one predates the field (L2 flushed by zeroing), and ``timing_of`` reports it as
-``UNNAMED_TIMING``. Readers compare a run only with records of its own method.
+without one (or with null) predates the field (L2 flushed by zeroing), and ``timing_of`` reports
+it as ``UNNAMED_TIMING``. Readers compare a run only with records of its own method.
 
 Baselines are shared history, so the store is careful with them:
 
@@ -259,8 +259,9 @@ def _record_problem(key: str, record: Any) -> str | None:
         return f"recorded_at = {record['recorded_at']!r} is not an ISO 8601 time"
     if record["commit"] is not None and not isinstance(record["commit"], str):
         return f"commit = {record['commit']!r} is neither a string nor null"
-    if "timing" in record and (not isinstance(record["timing"], str) or not record["timing"].strip()):
-        return f"timing = {record['timing']!r} is not a non-empty string"
+    timing = record.get("timing")
+    if timing is not None and (not isinstance(timing, str) or not timing.strip()):
+        return f"timing = {timing!r} is neither a non-empty string nor null"
     return None
 
 

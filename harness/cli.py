@@ -301,7 +301,7 @@ def cmd_record_baseline(args: argparse.Namespace) -> int:
     try:
         path = BaselineStore(Path(args.baselines)).update(run["device"], run["torch"], run["triton"], records,
                                                           commit=run.get("commit"), force=args.force)
-    except BaselineError as exc:
+    except (BaselineError, ValueError) as exc:  # ValueError: a record the store refuses (its timing, samples)
         console.print(f"[red]error:[/red] {exc}")
         return 2
     console.print(f"recorded {len(records)} baseline(s) from run {run['id']} into {path}")

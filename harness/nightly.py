@@ -137,7 +137,7 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
             verdicts.append({**base, "verdict": "no-baseline",
                              "reason": "no baseline recorded for this device and software; record one with --update-baseline"})
             continue
-        if comparable(record) is None:
+        if timing_of(recorded) != timing_of(record):
             verdicts.append({**base, "verdict": "no-baseline", "baseline_median_ms": recorded["median_ms"],
                              "reason": f"the baseline was timed by another method ({timing_of(recorded)}; this run: "
                                        f"{timing_of(record)}), and timings of two methods do not compare; "

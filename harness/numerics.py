@@ -215,8 +215,10 @@ def compare(
     output's dtype, or of ``term_precision`` where that is finer, for sums formed in fp32);
     ``rounded_terms``, the root-sum-square of the terms of each element that are rounded to the
     output's dtype before they are summed (the envelope is at least a unit roundoff of it).
-    Outputs of more than ``_BLOCK_ELEMENTS`` elements are judged in blocks of whole rows, with the
-    same outcome as at once (indices are the whole output's).
+    Outputs of two or more dimensions and more than ``_BLOCK_ELEMENTS`` elements are judged in
+    blocks of whole rows, with the verdict, score and errors of judging at once (indices are the
+    whole output's; of elements that tie for the worst, another may be named, and a NaN/inf
+    pattern that differs from eager's is reported from the first block that has one).
     """
     problem = _structure_problem(kernel, eager)
     if problem:
@@ -236,29 +238,31 @@ def compare(
     n_rows = kernel.numel() // n_cols if n_cols else 0
     if kernel.ndim < 2 or n_rows <= rows_per_block:
         return _judge(name, kernel, eager, oracle, multiple, calibration, terms, term_precision, rounded_terms)
-    calibration = [(a, b) for a, b in calibration if a.shape == kernel.shape]  # as _judge would use them
+    # Whole rows as matrices, made once (a copy where the layout needs one); terms and oracles
+    # broadcast to the output's shape, as they do at once.
+    def rows(t: torch.Tensor | None) -> torch.Tensor | None:
+        return None if t is None else t.expand_as(kernel).reshape(-1, n_cols)
+
+    matrices = [rows(t) for t in (kernel, eager, oracle, terms, rounded_terms)]
+    samples = [(rows(a), rows(b)) for a, b in calibration if a.shape == kernel.shape]  # as _judge uses them
     parts = []
     for start in range(0, n_rows, rows_per_block):
-        block = functools.partial(_block, n_cols=n_cols, rows=slice(start, start + rows_per_block))
-        part = _judge(name, block(kernel), block(eager), block(oracle), multiple,
-                      [(block(a), block(b)) for a, b in calibration], block(terms), term_precision,
-                      block(rounded_terms), functools.partial(_locate, shape=kernel.shape, first_row=start),
+        block = slice(start, start + rows_per_block)
+        k, e, o, t, r = (None if m is None else m[block] for m in matrices)
+        part = _judge(name, k, e, o, multiple, [(a[block], b[block]) for a, b in samples], t, term_precision, r,
+                      functools.partial(_locate, shape=kernel.shape, first_row=start),
                       f" of rows {start} to {min(start + rows_per_block, n_rows) - 1}")
         if part.problem:  # the first block with a NaN/inf pattern that differs
             return part
         parts.append(part)
-    worst = max(parts, key=lambda p: p.score)
+    # The first block with the worst score (a block with no finite element scores 0 with no index).
+    worst = max(parts, key=lambda p: (p.score, p.worst_index is not None))
     return dataclasses.replace(
         worst,
         max_abs_error=max(p.max_abs_error for p in parts),
         max_rel_error=max(p.max_rel_error for p in parts),
         eager_max_abs_error=max(p.eager_max_abs_error for p in parts),
     )
-
-
-def _block(t: torch.Tensor | None, n_cols: int, rows: slice) -> torch.Tensor | None:
-    """Rows ``rows`` of ``t`` seen as a matrix of ``n_cols`` columns (a view where the layout allows)."""
-    return None if t is None else t.reshape(-1, n_cols)[rows]
 
 
 def _locate(i: tuple[int, ...], shape: torch.Size, first_row: int) -> tuple[int, ...]:

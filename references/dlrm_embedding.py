@@ -11,6 +11,8 @@ rows in fp64 (the checks' oracle) that ran an 80 GB GPU out of memory.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -18,9 +20,26 @@ from references._terms import gradient_terms
 
 
 def dlrm_embedding(ids: torch.Tensor, weights: torch.Tensor, cardinalities) -> torch.Tensor:
-    cards = torch.tensor(list(cardinalities), dtype=torch.int64, device=ids.device)
-    offsets = torch.cumsum(cards, 0) - cards
+    cards, offsets = _tables(tuple(int(c) for c in cardinalities), ids.device)
     return F.embedding(offsets + torch.remainder(ids.to(torch.int64) + 1, cards), weights)
+
+
+def _tables(cards: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cardinalities and each table's first row, as tensors on ``device``. Made once per list
+    and device, as a model keeps them in buffers: made per call, their host-to-device copy would
+    make the host wait for the GPU, and the benchmarks would time eager's launches with its work.
+    Under torch.compile they are the compiled graph's constants (dynamo traces past a cache)."""
+    if torch.compiler.is_compiling():
+        return _make_tables(cards, device)
+    return _cached_tables(cards, device)
+
+
+def _make_tables(cards: tuple[int, ...], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    sizes = torch.tensor(cards, dtype=torch.int64, device=device)
+    return sizes, torch.cumsum(sizes, 0) - sizes
+
+
+_cached_tables = functools.lru_cache(maxsize=64)(_make_tables)
 
 
 def gradient_term_magnitudes(ids: torch.Tensor, weights: torch.Tensor, cardinalities, grad_outputs) -> dict:

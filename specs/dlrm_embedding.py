@@ -1,5 +1,5 @@
-"""DLRM hashed embedding lookup fused across tables: the Triton kernel against per-table eager
-``F.embedding`` on ``(id + 1) mod cardinality``.
+"""DLRM hashed embedding lookup fused across tables: the Triton kernel against one eager
+``F.embedding`` over the concatenated tables, row ``offset + (id + 1) mod cardinality``.
 
 Ids come from ``int64_ids`` (anywhere in int64, a quarter at -2^63, -2, -1, 0, 1 and 2^63 - 1,
 where id + 1 wraps) and ``tokens`` (0..7: many lookups of one row, so the backward's sums over

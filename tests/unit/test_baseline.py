@@ -231,3 +231,10 @@ def test_invalid_timing_is_rejected(store, bad):
     with pytest.raises(ValueError, match="timing"):
         store.update(*H100, {KEY: [1.0]}, timing=bad)
     assert not store.directory.exists()
+
+
+def test_a_stored_null_timing_reads_as_unnamed(store):
+    data = _valid()
+    data["records"][KEY]["timing"] = None
+    _write(store, data)
+    assert timing_of(store.load(*H100)[KEY]) == UNNAMED_TIMING

@@ -113,13 +113,18 @@ def test_judge_compares_only_timings_of_one_method():
     same = {"k": {"samples_ms": old, "median_ms": 1.3, "timing": runner.TIMING_METHOD}}
     assert judge([record], same, None)[0]["verdict"] == "improvement"
     # eager and compile recorded under the old method: no drift is divided out of the kernel's ratio
-    refs = [{**record, "key": f"k/{impl}", "implementation": impl, "samples_ms": [2 * t for t in new]}
-            for impl in ("eager", "compile")]
-    kernel = {**record, "key": "k/triton", "samples_ms": [1.06 * t for t in new], "median_ms": 1.06}
+    # (taken for drift, the references' 4% would make the kernel's 4% unchanged)
+    refs = [{**record, "key": f"s/forward/n=1/float16/{impl}", "implementation": impl, "median_ms": 1.04,
+             "samples_ms": [1.04 * t for t in new]} for impl in ("eager", "compile")]
+    kernel = {**record, "key": "s/forward/n=1/float16/triton", "samples_ms": [1.04 * t for t in new], "median_ms": 1.04}
     baseline = {**{r["key"]: {"samples_ms": new, "median_ms": 1.0} for r in refs},
-                "k/triton": {"samples_ms": new, "median_ms": 1.0, "timing": runner.TIMING_METHOD}}
+                kernel["key"]: {"samples_ms": new, "median_ms": 1.0, "timing": runner.TIMING_METHOD}}
     (v,) = judge([kernel, *refs], baseline, None)
     assert v["verdict"] == "regression" and v["drift"] is None
+    for r in baseline.values():
+        r["timing"] = runner.TIMING_METHOD
+    (v,) = judge([kernel, *refs], baseline, None)
+    assert v["verdict"] == "unchanged" and v["drift"] == pytest.approx(1.04)
 
 
 def _timings(median, n=40):

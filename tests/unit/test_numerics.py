@@ -258,14 +258,31 @@ def test_large_outputs_are_judged_in_blocks_of_rows_with_the_same_outcome(monkey
     import harness.numerics as numerics
 
     kernel, eager, oracle, terms, sample = _large_output_case()
-    at_once = compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2)
+    transposed = [t.transpose(0, 1) for t in (kernel, eager, oracle)]  # non-contiguous
+    row_terms = terms[..., :1] * 1e3  # broadcast along the rows, as at once allows
+    at_once = [compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2),
+               compare("g", *transposed, 2.0), compare("g", kernel, eager, oracle, 2.0, terms=row_terms)]
     monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", block_elements)
-    blocked = compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2)
-    assert blocked == at_once and at_once.worst_index == (4, 2, 5) and not at_once.passed
-    # non-contiguous tensors too
-    t = compare("g", kernel.transpose(0, 1), eager.transpose(0, 1), oracle.transpose(0, 1), 2.0)
-    monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", 1 << 30)
-    assert t == compare("g", kernel.transpose(0, 1), eager.transpose(0, 1), oracle.transpose(0, 1), 2.0)
+    blocked = [compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2),
+               compare("g", *transposed, 2.0), compare("g", kernel, eager, oracle, 2.0, terms=row_terms)]
+    assert blocked == at_once and at_once[0].worst_index == (4, 2, 5) and not at_once[0].passed
+    assert at_once[2].passed, "the broadcast terms must have widened the envelope"
+
+
+def test_blocks_without_a_finite_element_do_not_hide_the_worst_index(monkeypatch):
+    """A block whose elements are all NaN in kernel and eager alike scores 0 without an index; an
+    exact kernel's report still names an element of the other blocks, and the same verdict."""
+    import harness.numerics as numerics
+
+    kernel, eager, oracle, _, _ = _large_output_case()
+    oracle = oracle.float().double()  # representable: the exact kernel scores 0 everywhere
+    kernel[0], eager[0], oracle[0] = float("nan"), float("nan"), float("nan")
+    exact = oracle.float()
+    at_once = compare("g", exact, eager, oracle, 2.0)
+    monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", 42)  # a block is one first-dim slice
+    blocked = compare("g", exact, eager, oracle, 2.0)
+    assert blocked.passed == at_once.passed and blocked.score == at_once.score
+    assert blocked.worst_index is not None and blocked.worst_index[0] == 1 and blocked.atol > 0
 
 
 def test_a_nan_pattern_in_a_late_block_is_found_and_located(monkeypatch):

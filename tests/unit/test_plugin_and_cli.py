@@ -111,6 +111,10 @@ def test_record_baseline_from_results_and_refuse_a_corrupt_file(tmp_path):
     (tmp_path / "named.json").write_text(json.dumps(named))
     assert _run(["-m", "harness", "record-baseline", str(tmp_path / "named.json"), "--baselines", str(tmp_path)]).returncode == 0
     assert {r["timing"] for r in json.loads(path.read_text())["records"].values()} == {"method-x"}
+    named["benchmarks"][0]["timing"] = " "
+    (tmp_path / "blank.json").write_text(json.dumps(named))
+    blank = _run(["-m", "harness", "record-baseline", str(tmp_path / "blank.json"), "--baselines", str(tmp_path)])
+    assert blank.returncode == 2 and "timing" in blank.stdout and "Traceback" not in blank.stdout + blank.stderr
     path.write_text("{ not json")
     refused = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path)])
     assert refused.returncode == 2 and path.name in refused.stdout
