@@ -259,9 +259,10 @@ def _record_problem(key: str, record: Any) -> str | None:
         return f"recorded_at = {record['recorded_at']!r} is not an ISO 8601 time"
     if record["commit"] is not None and not isinstance(record["commit"], str):
         return f"commit = {record['commit']!r} is neither a string nor null"
-    timing = record.get("timing")
-    if timing is not None and (not isinstance(timing, str) or not timing.strip()):
-        return f"timing = {timing!r} is neither a non-empty string nor null"
+    try:
+        _check_timing(record.get("timing"), "timing", optional=True)  # null: unnamed
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
