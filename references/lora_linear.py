@@ -17,6 +17,20 @@ def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lor
     return F.linear(x, weight) + scale * F.linear(F.linear(x, lora_a), lora_b)
 
 
+def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
+                    scale: float) -> torch.Tensor:
+    """The sum of |terms| behind each output element (``harness.numerics``), in fp32 ulps (the
+    spec's ``term_precision``): the op is a sum of products of its inputs, so its terms are the op
+    itself at their absolute values. Each output element sums in_features exact products (and the
+    scaled low-rank ones) in fp32, and where that sum cancels, any two orders of adding differ by
+    ulps of these terms, not of the result. The H100 nightly run found it: bf16, x "small", scale 0,
+    an output of 1.553e-7 summed from terms of 0.162 (an fp32 ulp of them: 1.9e-8); the kernel was
+    3.9e-9 off where cuBLAS, adding in another order, happened to be 2e-10 off: 3.24x eager's
+    envelope, which had no other room (eager within an ulp on the whole row).
+    """
+    return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), abs(scale))
+
+
 def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
                              scale: float, grad_outputs, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """The sum of |terms| behind each gradient element (``harness.numerics``), in fp32 ulps (the

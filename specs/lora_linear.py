@@ -86,8 +86,10 @@ SPEC = KernelSpec(
     dtypes=("float16", "bfloat16"),
     error_multiple=2.0,
     gradient_error_multiple=4.0,
+    term_magnitudes=reference.term_magnitudes,
     gradient_term_magnitudes=reference.gradient_term_magnitudes,
-    term_precision="float32",  # products summed in fp32; the hook weighs the 16-bit roundings itself
+    # products summed in fp32; the gradient hook weighs the 16-bit roundings itself
+    term_precision="float32",
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,

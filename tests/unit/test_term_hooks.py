@@ -42,3 +42,30 @@ def test_linear_act_forward_floors_its_fp32_sum_at_the_terms(value, passes):
     rounded[1, 17, 105] = value
     result = run_check(spec, lambda **kwargs: rounded.clone(), "forward", case, "cpu")
     assert result.passed is passes, result.details()
+
+
+# lora_linear, H100 nightly: bf16, x "small", scale 0; out[1, 3] = 1.553e-7 summed in fp32 from terms
+# of 0.162 (an fp32 ulp of them: 1.93e-8); kernel 1.59256e-7, eager 1.55531e-7, oracle 1.55327e-7.
+_LORA_LINEAR = {
+    "dims": {"*batch": [], "in_features": 251, "out_features": 5, "rank": 8, "rows": 3}, "dtype": "bfloat16",
+    "grad_layout": "contiguous", "grad_seed": 0, "scalars": {"scale": 0.0}, "schema": 1, "spec": "lora_linear",
+    "tensors": {
+        name: {"dtype": "bfloat16", "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": seed,
+               "shape": shape, "values": values}
+        for name, seed, shape, values in (("lora_a", 0, [8, 251], "normal"), ("lora_b", 0, [5, 8], "normal"),
+                                          ("weight", 1, [5, 251], "normal"), ("x", 1, [3, 251], "small"))
+    },
+}
+
+
+@pytest.mark.parametrize("value, passes", [
+    (1.59256e-07, True), (1.55327e-07 + 2.9e-8, True), (1.55327e-07 + 1.2e-7, False),
+], ids=["the H100 kernel's value", "1.5 fp32 ulps of the terms off (24x the envelope without them)",
+        "6 fp32 ulps of the terms off"])
+def test_lora_linear_forward_floors_its_fp32_sum_at_the_terms(value, passes):
+    spec = load_specs()["lora_linear"]
+    case = Case.from_json(_LORA_LINEAR)
+    rounded = spec.reference(**prepare(case, "cpu").copies(torch.float64)).to(torch.bfloat16)
+    rounded[1, 3] = value
+    result = run_check(spec, lambda **kwargs: rounded.clone(), "forward", case, "cpu")
+    assert result.passed is passes, result.details()
