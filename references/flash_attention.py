@@ -18,9 +18,10 @@ which is calibrated on this function run in the kernel's dtype, contains them:
    unrounded fp32 output. In rows where attention is peaked the true ``dQ`` is tiny and this
    rounding is most of a flash kernel's error there; without it the budget would demand more than
    a FlashAttention-2 backward can give. (This project's kernel saves the output's rounding
-   residual and takes D from the fp32 output, so its error falls well inside this part of the
-   budget; the reference keeps the rounding so that the budget stays the one any flash kernel
-   registered against it must meet.)
+   residual and takes D from the fp32 output, normalised by the sum of the rounded probabilities
+   it was summed from, so its error falls well inside this part of the budget; the reference
+   keeps the rounding so that the budget stays the one any flash kernel registered against it
+   must meet.)
 
 Without these, eager in fp16 makes only the final rounding of the output, and a flash kernel's
 legitimate error (each P element off by half an ulp, summed over the keys) would exceed that
