@@ -13,16 +13,18 @@ whenever the maximum grows. The exponent is ``(qk - m) * c`` with ``c = scale * 
 into one constant, then ``exp2``: subtracting the maximum before scaling keeps the largest p exactly
 1 whatever the logits' magnitude (one more add per score than the usual fused ``qk * c - m * c``,
 whose rounding of ``m * c`` moves every probability by eps * |score|). P is rounded to the
-input dtype for the tensor-core PV product. Two denominators run beside the accumulator: l sums
-the unrounded probabilities (the log-sum-exp, and the backward's P, are built on it) and w the
-rounded ones, and the output is ``acc / w``: the average of v under exactly the weights it was
-summed with. Divided by l instead (FlashAttention-2's output), the weights sum to ``1 + e``, e the
-sum of the probabilities' roundings: a random walk in most rows, but in a near-uniform row every
-probability sits just under 1 and they all round alike (e up to 2^-9 in bf16). The output is then
-off by ``e * O``, and the backward's D by ``e * rowsum(dO * O)``, which then no longer cancels
-against dP in ``dS = P * (dP - D)`` where v's rows are alike: the H100 nightly found dQ at 4.73x
-its envelope (bf16, seq 509, small keys, v broadcast along the sequence;
-``tests/unit/test_attention_weights.py``). The second sum costs one row reduction per key block. The key loop
+input dtype for the tensor-core PV product; l is summed from the unrounded fp32 values, and the
+output is ``acc / l``. Those weights add up to ``1 + e``, e the sum of the probabilities'
+roundings: a random walk in most rows, but in a near-uniform row every probability sits just
+under 1 and they all round alike (e up to 2^-9 in bf16). A forward that records a graph therefore
+also sums the probabilities as rounded (w), and the fp32 output it saves for the backward's D
+(below) is ``acc / w``, the average of v under exactly the weights it was summed with: with
+``acc / l`` there, D moved by ``e * rowsum(dO * O)``, which no longer cancels against dP in
+``dS = P * (dP - D)`` where v's rows are alike, and the H100 nightly found dQ at 4.73x its envelope
+(bf16, seq 509, small keys, v broadcast along the sequence; ``tests/unit/test_attention_weights.py``).
+The second sum costs that forward a row reduction per key block, which the H100 measured at up to
+28% of an inference forward's time (results/2026-11-25-h100-13, call 6), so the inference forward,
+which needs no D, keeps the one sum. The key loop
 has two stages so that the common blocks carry no masks: blocks known to be fully visible run
 without any ``where``; only the last partial block (non-causal) or the diagonal blocks (causal) are
 masked. A causal program stops at its diagonal (blocks above it are never loaded), and causal
@@ -50,8 +52,8 @@ keys past the end in its last block (as the forward does).
 Numerics: fp32 accumulation everywhere; the roundings to the input dtype are those of every flash
 kernel (P before PV and in dV, dS before dQ/dK) less one: D comes from the unrounded output,
 normalised by the rounded weights' own sum. The reference (``references/flash_attention.py``)
-states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's output
-and D are more accurate than that budget assumes.
+states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's D is
+more accurate than that budget assumes.
 
 Tiling: on a GPU, blocks of 128 queries x 64 keys (4 warps for head_dim <= 64, 8 for 128), 3-4
 pipeline stages, and a shorter query block when a launch would not fill the device; under the
@@ -171,10 +173,11 @@ def _exp2_shifted(qk, m, qk_scale, log2_l):
 @triton.jit
 def _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                 offs_m, offs_d, lo, hi, seq, qk_scale,
-                BLOCK_N: tl.constexpr, MASK: tl.constexpr):
-    """Fold key blocks [lo, hi) into the running (acc, l, w, m): l sums the probabilities, w the
-    same probabilities as rounded for the PV product. MASK: 0 none (every key of every block
-    visible to every row), 1 causal (key j visible to row i iff j <= i), 2 keys < seq."""
+                BLOCK_N: tl.constexpr, MASK: tl.constexpr, ROUNDED_SUM: tl.constexpr):
+    """Fold key blocks [lo, hi) into the running (acc, l, w, m): l sums the probabilities, w (with
+    ROUNDED_SUM, else left as it is) the same probabilities as rounded for the PV product. MASK: 0
+    none (every key of every block visible to every row), 1 causal (key j visible to row i iff
+    j <= i), 2 keys < seq."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         kv_offs_k = offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
@@ -200,7 +203,8 @@ def _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         alpha = _exp2_shifted(m_i, m_new, qk_scale, 0.0)
         l_i = l_i * alpha + tl.sum(p, 1)
         p_rounded = _rows.cast_for_store(p, v_base)
-        w_i = w_i * alpha + tl.sum(p_rounded.to(tl.float32), 1)
+        if ROUNDED_SUM:
+            w_i = w_i * alpha + tl.sum(p_rounded.to(tl.float32), 1)
         acc = dot(p_rounded, v, acc * alpha[:, None])
         m_i = m_new
     return acc, l_i, w_i, m_i
@@ -236,20 +240,18 @@ def _attn_fwd_kernel(
     if CAUSAL:
         # Keys [0, start_m) are visible to every row of the block; the diagonal blocks are masked.
         acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
+                                         offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0, SAVE_STATS)
         acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
                                          offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
-                                         SEQ, qk_scale, BLOCK_N, 1)
+                                         SEQ, qk_scale, BLOCK_N, 1, SAVE_STATS)
     else:
         full = (SEQ // BLOCK_N) * BLOCK_N
         acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
+                                         offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0, SAVE_STATS)
         acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
+                                         offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2, SAVE_STATS)
 
-    # the output is the average of v under the weights it was summed with (w: the rounded
-    # probabilities' sum), the log-sum-exp that of the unrounded scores (l); module docstring
-    out = acc / w_i[:, None]
+    out = acc / l_i[:, None]
     lse = m_i * scale + tl.log(l_i)
     row = bh.to(tl.int64) * SEQ + offs_m
     o_offs = row[:, None] * HEAD_DIM + offs_d[None, :]
@@ -259,8 +261,11 @@ def _attn_fwd_kernel(
     if SAVE_STATS:  # the backward's P needs the raw maximum and the denominator, not only lse
         tl.store(M + row, m_i, mask=row_ok)
         tl.store(L + row, l_i, mask=row_ok)
-        # and its D the output before its rounding: what the rounding took off, in O's dtype
-        tl.store(O_LO + o_offs, _rows.cast_for_store(out - out_stored.to(tl.float32), O), mask=row_ok[:, None])
+        # and its D the output before its rounding, as the average of v under the weights it was
+        # summed with (w, the rounded probabilities' sum; module docstring): what the stored
+        # output lacks of it, in O's dtype
+        full = acc / w_i[:, None]
+        tl.store(O_LO + o_offs, _rows.cast_for_store(full - out_stored.to(tl.float32), O), mask=row_ok[:, None])
 
 
 # ----------------------------------------------------------------------------------------------

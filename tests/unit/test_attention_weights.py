@@ -1,15 +1,16 @@
-"""flash_attention's output is an average of v under the weights it was summed with.
+"""flash_attention's saved fp32 output is an average of v under the weights it was summed with.
 
 The forward rounds each probability to the input dtype for the tensor-core PV product. Dividing
 that sum by the sum of the unrounded probabilities (as the usual flash forward does) leaves the
 weights summing to ``1 + e``, where e is the sum of the roundings: a random walk in most rows, but
 in a near-uniform row (small keys: every probability just under 1) all of them round the same
-way and e reaches 2^-9 in bf16. The output is then off by e |v| where every value row is equal,
-and the backward's D = rowsum(dO * O) by e rowsum(dO * v), which no longer cancels against dP in
-dS = P (dP - D): the H100 nightly run found dQ at 4.73 times its envelope (bf16, seq 509,
+way and e reaches 2^-9 in bf16. The backward's D = rowsum(dO * O), taken from the fp32 output, is
+then off by e rowsum(dO * v) where every value row is equal, which no longer cancels against dP
+in dS = P (dP - D): the H100 nightly run found dQ at 4.73 times its envelope (bf16, seq 509,
 head_dim 16, small keys, v broadcast along the sequence; results/2026-11-25-h100-13, call 4).
-The forward now divides by the sum of the rounded probabilities (the log-sum-exp keeps the
-unrounded one), so equal value rows come back exactly, and that case is replayed here.
+A forward that records a graph now divides the fp32 output it saves for D by the sum of the
+rounded probabilities, so equal value rows come back from it exactly, and that case is replayed
+here.
 """
 
 import math
