@@ -15,16 +15,16 @@ into one constant, then ``exp2``: subtracting the maximum before scaling keeps t
 whose rounding of ``m * c`` moves every probability by eps * |score|). P is rounded to the
 input dtype for the tensor-core PV product; l is summed from the unrounded fp32 values, and the
 output is ``acc / l``. Those weights add up to ``1 + e``, e the sum of the probabilities'
-roundings: a random walk in most rows, but in a near-uniform row every probability sits just
+roundings over l: a random walk in most rows, but in a near-uniform row every probability sits just
 under 1 and they all round alike (e up to 2^-9 in bf16). A forward that records a graph therefore
 also sums the probabilities as rounded (w), and the fp32 output it saves for the backward's D
 (below) is ``acc / w``, the average of v under exactly the weights it was summed with: with
 ``acc / l`` there, D moved by ``e * rowsum(dO * O)``, which no longer cancels against dP in
 ``dS = P * (dP - D)`` where v's rows are alike, and the H100 nightly found dQ at 4.73x its envelope
 (bf16, seq 509, small keys, v broadcast along the sequence; ``tests/unit/test_attention_weights.py``).
-The second sum costs that forward a row reduction per key block, which the H100 measured at up to
-28% of an inference forward's time (results/2026-11-25-h100-13, call 6), so the inference forward,
-which needs no D, keeps the one sum. The key loop
+The second sum costs that forward a row reduction per key block: in every forward it cost the
+H100 4-29% of an inference forward's time (results/2026-11-25-h100-13, call 6), so the inference
+forward, which needs no D, keeps the one sum; forward+backward pays 2.5-4.5% (call 7). The key loop
 has two stages so that the common blocks carry no masks: blocks known to be fully visible run
 without any ``where``; only the last partial block (non-causal) or the diagonal blocks (causal) are
 masked. A causal program stops at its diagonal (blocks above it are never loaded), and causal
@@ -32,9 +32,10 @@ programs start with the heaviest query blocks so the last wave is short.
 
 Backward (deterministic, no atomics), FlashAttention-2's scheme:
  1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32), with O
-    the forward's fp32 output: the forward saves, beside the stored output, its rounding
-    residual (``out_fp32 - out``, in the input dtype; together they carry O to about twice the
-    dtype's precision). FlashAttention-2 takes D from the stored output, and that rounding moves
+    the forward's fp32 output ``acc / w`` (above): the forward saves, beside the stored output,
+    what the stored output lacks of it (``acc / w - out``, in the input dtype: the stored
+    output's rounding and, in a near-uniform row, up to 2^-9 of O more; together they carry O to
+    about twice the dtype's precision). FlashAttention-2 takes D from the stored output, and that rounding moves
     D, and with it every element of a row of dQ along ``(P K)_i``: the H100 nightly found that
     error at 4.07x eager's envelope (fp16, v of mixed row scales, where an ulp of O is 16). The residual costs one more output-sized write in a forward that records
     a graph, one more read in the backward, and one output-sized tensor of saved memory;
@@ -264,8 +265,8 @@ def _attn_fwd_kernel(
         # and its D the output before its rounding, as the average of v under the weights it was
         # summed with (w, the rounded probabilities' sum; module docstring): what the stored
         # output lacks of it, in O's dtype
-        full = acc / w_i[:, None]
-        tl.store(O_LO + o_offs, _rows.cast_for_store(full - out_stored.to(tl.float32), O), mask=row_ok[:, None])
+        out_for_d = acc / w_i[:, None]
+        tl.store(O_LO + o_offs, _rows.cast_for_store(out_for_d - out_stored.to(tl.float32), O), mask=row_ok[:, None])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ def _bwd_delta_kernel(
     H, SEQ, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, HAS_DLSE: tl.constexpr,
 ):
     """D = rowsum(dO * O) - dlse for one block of query rows, with O the forward's fp32 output
-    rebuilt as the stored output plus its rounding residual (both contiguous, this module's)."""
+    rebuilt as the stored output plus what it lacks of ``acc / w`` (both contiguous, this module's)."""
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -448,7 +449,8 @@ def _unit_inner(t: torch.Tensor) -> torch.Tensor:
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     """(out, lse), plus (m, l, out_lo) when ``save_stats``: each row's raw-score maximum and softmax
     denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``), and the
-    output's rounding residual (fp32 output minus the stored one, in q's dtype) for its D."""
+    fp32 output normalised by the rounded probabilities' sum, minus the stored output (in q's
+    dtype), for its D (module docstring)."""
     q, k, v = (_unit_inner(t) for t in (q, k, v))
     batch, heads, seq, head_dim = q.shape
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)

@@ -24,9 +24,14 @@ def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor,
     itself at their absolute values. Each output element sums in_features exact products (and the
     scaled low-rank ones) in fp32, and where that sum cancels, any two orders of adding differ by
     ulps of these terms, not of the result. The H100 nightly run found it: bf16, x "small", scale 0,
-    an output of 1.553e-7 summed from terms of 0.162 (an fp32 ulp of them: 1.9e-8); the kernel was
-    3.9e-9 off where cuBLAS, adding in another order, happened to be 2e-10 off: 3.24x eager's
+    an output of 1.553e-7 summed from terms of 0.162 (fp32's eps times them: 1.9e-8); the kernel
+    was 3.9e-9 off where cuBLAS, adding in another order, happened to be 2e-10 off: 3.24x eager's
     envelope, which had no other room (eager within an ulp on the whole row).
+
+    ``xa = x @ lora_a^T`` is rounded to the input dtype before the low-rank product, in eager and
+    in the kernel alike. Only fp32 units are counted for it because both ask cuBLAS for the same
+    product of the same operands, so they round it alike. Were the kernel to form xa itself, its
+    terms would need the dtype's ulp, as the gradient hook below weighs ``g @ lora_b``.
     """
     return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), abs(scale))
 

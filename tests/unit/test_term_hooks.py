@@ -45,7 +45,7 @@ def test_linear_act_forward_floors_its_fp32_sum_at_the_terms(value, passes):
 
 
 # lora_linear, H100 nightly: bf16, x "small", scale 0; out[1, 3] = 1.553e-7 summed in fp32 from terms
-# of 0.162 (an fp32 ulp of them: 1.93e-8); kernel 1.59256e-7, eager 1.55531e-7, oracle 1.55327e-7.
+# of 0.162 (fp32 eps times them: 1.93e-8); kernel 1.59256e-7, eager 1.55531e-7, oracle 1.55327e-7.
 _LORA_LINEAR = {
     "dims": {"*batch": [], "in_features": 251, "out_features": 5, "rank": 8, "rows": 3}, "dtype": "bfloat16",
     "grad_layout": "contiguous", "grad_seed": 0, "scalars": {"scale": 0.0}, "schema": 1, "spec": "lora_linear",
@@ -68,4 +68,19 @@ def test_lora_linear_forward_floors_its_fp32_sum_at_the_terms(value, passes):
     rounded = spec.reference(**prepare(case, "cpu").copies(torch.float64)).to(torch.bfloat16)
     rounded[1, 3] = value
     result = run_check(spec, lambda **kwargs: rounded.clone(), "forward", case, "cpu")
-    assert result.passed is passes, result.details()
+    # judged against the GPU's budget: under the interpreter bf16's is doubled for its truncating
+    # stores, which a value planted by hand does not go through (without the terms the H100's
+    # value scores 3.24: over the GPU's 2, under the interpreter's 4)
+    assert (result.score <= spec.multiple_for("bfloat16", interpreter=False)) is passes, result.details()
+
+
+def test_lora_linear_forward_terms_bound_the_output_for_any_sign_of_scale():
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 11, 6, generator=gen, dtype=torch.float64)
+    w = torch.randn(8, 6, generator=gen, dtype=torch.float64)
+    a, b = torch.randn(4, 6, generator=gen, dtype=torch.float64), torch.randn(8, 4, generator=gen, dtype=torch.float64)
+    spec = load_specs()["lora_linear"]
+    for scale in (-1.5, 0.0, 2.0):
+        terms = spec.term_magnitudes(x, w, a, b, scale)
+        out = spec.reference(x, w, a, b, scale)
+        assert (terms >= 0).all() and (out.abs() <= terms * (1 + 1e-12)).all(), scale
