@@ -35,10 +35,11 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     the forward's fp32 output ``acc / w`` (above): the forward saves, beside the stored output,
     what the stored output lacks of it (``acc / w - out``, in the input dtype: the stored
     output's rounding and, in a near-uniform row, up to 2^-9 of O more; together they carry O to
-    about twice the dtype's precision). FlashAttention-2 takes D from the stored output, and that rounding moves
-    D, and with it every element of a row of dQ along ``(P K)_i``: the H100 nightly found that
-    error at 4.07x eager's envelope (fp16, v of mixed row scales, where an ulp of O is 16). The residual costs one more output-sized write in a forward that records
-    a graph, one more read in the backward, and one output-sized tensor of saved memory;
+    about twice the dtype's precision). FlashAttention-2 takes D from the stored output, and that
+    rounding moves D, and with it every element of a row of dQ along ``(P K)_i``: the H100 nightly
+    found that error at 4.07x eager's envelope (fp16, v of mixed row scales, where an ulp of O is
+    16). The residual costs one more output-sized write in a forward that records a graph, one
+    more read in the backward, and one output-sized tensor of saved memory;
  2. one launch whose program ``(i, batch x head)`` does two independent jobs: it accumulates
     dK and dV for key block i by looping over the query blocks that see it (recomputing
     ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
