@@ -20,9 +20,8 @@ which is calibrated on this function run in the kernel's dtype, contains them:
    a FlashAttention-2 backward can give. (This project's kernel saves, beside the stored output,
    what it lacks of the fp32 output, and takes D from that fp32 output, normalised by the sum of
    the rounded probabilities it was summed from, so its error falls well inside this part of the
-   budget; the reference
-   keeps the rounding so that the budget stays the one any flash kernel registered against it
-   must meet.)
+   budget; the reference keeps the rounding so that the budget stays the one any flash kernel
+   registered against it must meet.)
 
 Without these, eager in fp16 makes only the final rounding of the output, and a flash kernel's
 legitimate error (each P element off by half an ulp, summed over the keys) would exceed that
