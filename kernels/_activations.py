@@ -41,6 +41,7 @@ and the result is fp32.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -262,6 +263,13 @@ INTERPRETER_TILES_PER_GROUP = 2
 GPU_PROGRAMS_PER_SM: int | None = None
 
 
+@functools.lru_cache(maxsize=None)
+def _stand_in(device: torch.device) -> torch.Tensor:
+    """An aligned fp64 row standing in for the partials when the backward's variant is sized: only
+    its dtype and alignment reach the kernel's specialisation."""
+    return torch.empty((1, 1), dtype=torch.float64, device=device)
+
+
 def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args,
                      meta: dict) -> torch.Tensor:
     """Launch a backward ``kernel`` over (column block, row group) programs and return its fp64
@@ -277,8 +285,7 @@ def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
         else:
             per_sm = GPU_PROGRAMS_PER_SM
             if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)
-                stand_in = torch.empty((1, n), dtype=torch.float64, device=t.device)
-                per_sm = resident_programs(kernel, make_args(stand_in, 2), meta, t.device)
+                per_sm = resident_programs(kernel, make_args(_stand_in(t.device), 2), meta, t.device)
             tiles_per_group = _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
         partials = torch.empty((triton.cdiv(row_tiles, tiles_per_group), n), dtype=torch.float64, device=t.device)
         kernel[(col_blocks, partials.shape[0])](*make_args(partials, tiles_per_group), **meta)

@@ -12,6 +12,8 @@ import os
 
 import torch
 
+from kernels._launch import launch_key
+
 
 def ensure_backend_selected() -> None:
     """Turn on the interpreter when no CUDA device is visible (idempotent)."""
@@ -24,8 +26,10 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+@functools.cache
 def kernel_device_type() -> str:
-    """The device type kernel inputs must live on: 'cpu' under the interpreter, else 'cuda'."""
+    """The device type kernel inputs must live on: 'cpu' under the interpreter, else 'cuda'. Fixed
+    at the first call, as the kernels' backend is fixed when they are decorated."""
     return "cpu" if interpreting() else "cuda"
 
 
@@ -42,7 +46,8 @@ def sm_count(device: torch.device | int | None) -> int:
     return _sm_count_of(torch.cuda.current_device() if device is None else device)
 
 
-_RESIDENT: dict[str, int] = {}
+_RESIDENT: dict[str, int] = {}  # per compiled variant's hash
+_RESIDENT_BY_CALL: dict[tuple, int] = {}  # per launch key (kernels._launch.launch_key): no warmup call
 # Per-SM limits the device properties do not give (sm_80 and later): resident blocks, and the
 # shared memory the driver reserves for each block.
 _MAX_BLOCKS_PER_SM = 32
@@ -57,6 +62,13 @@ def resident_programs(kernel, args: tuple, meta: dict, device: torch.device) -> 
     the very variant these arguments select (Triton specialises on integers equal to 1 or
     divisible by 16 and on pointer alignment); remembered per compiled variant. Call it on the
     kernel's device."""
+    try:
+        call = (kernel, device, launch_key(args), tuple(meta.items()))
+        return _RESIDENT_BY_CALL[call]
+    except KeyError:
+        pass
+    except Exception:  # an argument the launch key does not model: ask Triton every time
+        call = None
     compiled = kernel.warmup(*args, grid=(1,), **meta)
     if compiled.hash not in _RESIDENT:
         compiled._init_handles()
@@ -67,4 +79,6 @@ def resident_programs(kernel, args: tuple, meta: dict, device: torch.device) -> 
         by_threads = props.max_threads_per_multi_processor // (32 * warps)
         by_shared = props.shared_memory_per_multiprocessor // (compiled.metadata.shared + _RESERVED_SHARED_PER_BLOCK)
         _RESIDENT[compiled.hash] = max(1, min(by_regs, by_threads, by_shared, _MAX_BLOCKS_PER_SM))
+    if call is not None:
+        _RESIDENT_BY_CALL[call] = _RESIDENT[compiled.hash]
     return _RESIDENT[compiled.hash]

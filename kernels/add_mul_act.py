@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _rows
+from kernels import _activations, _launch, _rows
 from kernels._validate import (
     check_choice,
     check_finite_scalar,
@@ -59,7 +59,7 @@ def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
     return x + alpha * y + _rows.load_vector(b_ptr, cols, n_cols, PRECISE)[None, :]
 
 
-@triton.jit
+@_launch.jit
 def _add_mul_act_fwd_kernel(
     x_ptr, y_ptr, b_ptr, out_ptr, n_rows, n_cols, alpha,
     x_inner, x_so, x_si, y_inner, y_so, y_si,
@@ -72,7 +72,7 @@ def _add_mul_act_fwd_kernel(
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
-@triton.jit(do_not_specialize=["tiles_per_group"])
+@_launch.jit(do_not_specialize=["tiles_per_group"])
 def _add_mul_act_bwd_kernel(
     x_ptr, y_ptr, b_ptr, g_ptr, gx_ptr, gy_ptr, partial_ptr, n_rows, n_cols, alpha, tiles_per_group,
     x_inner, x_so, x_si, y_inner, y_so, y_si, g_inner, g_so, g_si,
@@ -103,7 +103,7 @@ def _add_mul_act_bwd_kernel(
 
 
 def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
@@ -124,8 +124,8 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     grad_bias is ``partials.sum(0)`` cast to the input dtype; kept separate so the reduction step
     is visible (and testable) on its own.
     """
-    grad_x = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    grad_y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+    grad_y = torch.empty_like(x, memory_format=torch.contiguous_format)
     n = x.shape[-1]
     if grad_x.numel() == 0:
         return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _rows
+from kernels import _activations, _launch, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "bias_gelu"
@@ -50,7 +50,7 @@ def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE
     return x + _rows.load_vector(b_ptr, cols, n_cols, PRECISE)[None, :]
 
 
-@triton.jit
+@_launch.jit
 def _bias_gelu_fwd_kernel(
     x_ptr, b_ptr, out_ptr, n_rows, n_cols, x_inner, x_so, x_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
@@ -61,7 +61,7 @@ def _bias_gelu_fwd_kernel(
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
-@triton.jit(do_not_specialize=["tiles_per_group"])
+@_launch.jit(do_not_specialize=["tiles_per_group"])
 def _bias_gelu_bwd_kernel(
     x_ptr, b_ptr, g_ptr, gx_ptr, partial_ptr, n_rows, n_cols, tiles_per_group,
     x_inner, x_so, x_si, g_inner, g_so, g_si,
@@ -84,7 +84,7 @@ def _bias_gelu_bwd_kernel(
 
 
 def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Tensor:
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
     xl = _rows.row_layout(x)
@@ -101,7 +101,7 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
 
 def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch.Tensor):
     """(grad_x, grad_bias partial sums: fp64, one row per row group)."""
-    grad_x = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
     n = x.shape[-1]
     if grad_x.numel() == 0:
         return grad_x, torch.zeros((1, n), dtype=torch.float64, device=x.device)

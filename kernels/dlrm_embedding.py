@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._runtime import interpreting
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_tensor
 
@@ -70,7 +70,7 @@ def _table_info(cardinalities: tuple[int, ...], device: torch.device) -> torch.T
     return torch.tensor([list(cardinalities), offsets], dtype=torch.int64, device=device)
 
 
-@triton.jit
+@_launch.jit
 def _embedding_fwd_kernel(
     IDS, W, INFO, OUT, ROWS, n_lookups, F, D, si_b, si_f, sw_r, sw_d,
     BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, SAVE_ROWS: tl.constexpr,
@@ -95,7 +95,7 @@ def _embedding_fwd_kernel(
     tl.store(OUT + n[:, None] * D + d, w, mask=m)
 
 
-@triton.jit
+@_launch.jit
 def _embedding_bwd_kernel(
     SORTED, PERM, ENDS, GRAD, GW, F, D, sg_b, sg_f, sg_d,
     BLOCK_D: tl.constexpr, ACC: tl.constexpr,

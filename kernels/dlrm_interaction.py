@@ -57,7 +57,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._matmul import dot, split_dot, split_gram
 from kernels._runtime import interpreting
 from kernels._validate import (
@@ -146,7 +146,7 @@ def _gpu_fp32_backward_warps(block_d: int) -> int:
     return _GPU_FP32_BACKWARD_WARPS if block_d <= 32 else _GPU_FP32_BACKWARD_WIDE_WARPS
 
 
-def _launch(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
+def _tiling(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` on the current backend."""
     if _INTERPRETING:
         block_t = max(16, triton.next_power_of_2(features + 1))
@@ -266,7 +266,7 @@ def _gram_tile(DENSE, SPARSE, out_row, b_ok, offs_b, offs_t, d_tile, gram, tail,
     return gram, tail
 
 
-@triton.jit
+@_launch.jit
 def _interaction_fwd_kernel(
     DENSE, SPARSE, OUT, B, F, D, out_cols, sd_b, sd_d, ss_b, ss_f, ss_d,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
@@ -364,7 +364,7 @@ def _grad_tile(DENSE, SPARSE, DDENSE, DSPARSE, grad_row, b3, b_ok, offs_b, offs_
     tl.store(DDENSE + b3 * D + d3, _rows.cast_for_store(g_dense + dz0, DDENSE), mask=b_ok & d_ok)
 
 
-@triton.jit
+@_launch.jit
 def _interaction_bwd_kernel(
     DENSE, SPARSE, GRAD, DDENSE, DSPARSE, B, F, D, sd_b, sd_d, ss_b, ss_f, ss_d, sg_b, sg_c,
     BLOCK_B: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, D_TILES: tl.constexpr,
@@ -411,7 +411,7 @@ def _forward(dense: torch.Tensor, sparse: torch.Tensor,
     out = torch.empty((batch, out_cols), dtype=dense.dtype, device=dense.device)
     if out.numel() == 0:
         return out
-    block_b, block_t, block_d, warps = launch or _launch(features, dim, dense.dtype, "forward")
+    block_b, block_t, block_d, warps = launch or _tiling(features, dim, dense.dtype, "forward")
     with _rows.launch_guard(dense):
         _interaction_fwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, out, batch, features, dim, out_cols, *dense.stride(), *sparse.stride(),
@@ -429,7 +429,7 @@ def _backward(dense, sparse, grad, launch: tuple[int, int, int, int] | None = No
     dsparse = torch.empty((batch, features, dim), dtype=dense.dtype, device=dense.device)
     if batch == 0 or dim == 0:
         return ddense, dsparse
-    block_b, block_t, block_d, warps = launch or _launch(features, dim, dense.dtype, "backward")
+    block_b, block_t, block_d, warps = launch or _tiling(features, dim, dense.dtype, "backward")
     with _rows.launch_guard(dense):
         _interaction_bwd_kernel[(triton.cdiv(batch, block_b),)](
             dense, sparse, grad, ddense, dsparse, batch, features, dim,

@@ -72,7 +72,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._matmul import dot
 from kernels._runtime import interpreting, sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
@@ -212,7 +212,7 @@ def _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
     return acc, l_i, w_i, m_i
 
 
-@triton.jit
+@_launch.jit
 def _attn_fwd_kernel(
     Q, K, V, O, O_LO, LSE, M, L,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
@@ -275,7 +275,7 @@ def _attn_fwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
-@triton.jit
+@_launch.jit
 def _bwd_delta_kernel(
     O, O_LO, DO, DLSE, DELTA, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
     H, SEQ, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, HAS_DLSE: tl.constexpr,
@@ -358,7 +358,7 @@ def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s
     return dq
 
 
-@triton.jit
+@_launch.jit
 def _attn_bwd_kernel(
     Q, K, V, DO, M, L, DELTA, DQ, DK, DV,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
@@ -454,7 +454,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     dtype), for its D (module docstring)."""
     q, k, v = (_unit_inner(t) for t in (q, k, v))
     batch, heads, seq, head_dim = q.shape
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
     out_lo = torch.empty_like(out) if save_stats else out
@@ -474,7 +474,7 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
 def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float):
     q, k, v, dout = (_unit_inner(t) for t in (q, k, v, dout))  # q, k, v: as the forward left them
     batch, heads, seq, head_dim = q.shape
-    dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
+    dq, dk, dv = (torch.empty_like(q, memory_format=torch.contiguous_format) for _ in range(3))
     if dq.numel() == 0:
         return dq, dk, dv
     config = _bwd_config(head_dim)

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _rows
+from kernels import _activations, _launch, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")  # SwiGLU, GEGLU (exact), GEGLU (tanh approximation)
@@ -34,7 +34,7 @@ def block_boundaries() -> tuple[int, ...]:
     return _rows.elementwise_block_boundaries()
 
 
-@triton.jit
+@_launch.jit
 def _glu_fwd_kernel(
     a_ptr, b_ptr, out_ptr, n_rows, n_cols, a_inner, a_so, a_si, b_inner, b_so, b_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
@@ -46,7 +46,7 @@ def _glu_fwd_kernel(
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
-@triton.jit
+@_launch.jit
 def _glu_bwd_kernel(
     a_ptr, b_ptr, g_ptr, ga_ptr, gb_ptr, n_rows, n_cols, grad_row_stride,
     a_inner, a_so, a_si, b_inner, b_so, b_si, g_inner, g_so, g_si,
@@ -72,7 +72,7 @@ def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool):
 
 
 def _forward(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
-    out = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    out = torch.empty_like(a, memory_format=torch.contiguous_format)
     if out.numel() == 0:
         return out
     al, bl = _rows.row_layout(a), _rows.row_layout(b)
@@ -113,8 +113,8 @@ class _Glu(torch.autograd.Function):
         a, b = ctx.saved_tensors
         if grad.dtype != a.dtype:
             grad = grad.to(a.dtype)
-        grad_a = torch.empty(a.shape, dtype=a.dtype, device=a.device)
-        grad_b = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+        grad_a = torch.empty_like(a, memory_format=torch.contiguous_format)
+        grad_b = torch.empty_like(a, memory_format=torch.contiguous_format)
         if a.numel():
             n = a.shape[-1]
             _backward_into(a, b, grad, grad_a.view(-1, n), grad_b.view(-1, n), ctx.activation)
@@ -137,7 +137,7 @@ class _GluPacked(torch.autograd.Function):
         if grad.dtype != x.dtype:
             grad = grad.to(x.dtype)
         n = x.shape[-1] // 2
-        grad_x = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
         if x.numel():
             rows = grad_x.view(-1, 2 * n)
             _backward_into(x[..., :n], x[..., n:], grad, rows[:, :n], rows[:, n:], ctx.activation)

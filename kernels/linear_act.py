@@ -49,7 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _matmul, _rows
+from kernels import _activations, _launch, _matmul, _rows
 from kernels._runtime import interpreting, sm_count
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
@@ -154,7 +154,7 @@ def grouped_tile(pid, m, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     return pid_m, pid_n
 
 
-@triton.jit
+@_launch.jit
 def _linear_act_fwd_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr, save_ptr, M, N, K,
     x_inner, x_so, x_si, stride_wn, stride_wk,
@@ -216,7 +216,7 @@ def _tma_tile(
         _epilogue_tma(acc, b_ptr, out_desc, save_desc, off_m, off_n, N, ACT, SAVE_Z)
 
 
-@triton.jit
+@_launch.jit
 def _linear_act_fwd_tma_kernel(
     x_desc, w_desc, b_ptr, out_desc, save_desc, M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -238,7 +238,7 @@ def _linear_act_fwd_tma_kernel(
                   BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, ACT, SAVE_Z, SPLIT_N)
 
 
-@triton.jit(do_not_specialize=["tiles_per_group"])
+@_launch.jit(do_not_specialize=["tiles_per_group"])
 def _act_grad_kernel(
     z_ptr, g_ptr, gz_ptr, partial_ptr, n_rows, n_cols, tiles_per_group, g_inner, g_so, g_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr,

@@ -35,7 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _matmul, _rows
+from kernels import _launch, _matmul, _rows
 from kernels._validate import check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 from kernels.linear_act import DTYPES, block_boundaries, grouped_tile, matmul_config
 
@@ -45,7 +45,7 @@ RANKS = (8, 16, 32, 64)
 __all__ = ["RANKS", "block_boundaries", "lora_linear"]
 
 
-@triton.jit
+@_launch.jit
 def _lora_matmul_kernel(
     x_ptr, w_ptr, xa_ptr, b_ptr, out_ptr, M, N, K, R, scale,
     x_inner, x_so, x_si, stride_wn, stride_wk, stride_xam, stride_xar, stride_bn, stride_br,

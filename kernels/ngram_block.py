@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._runtime import interpreting, sm_count
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_shape, check_tensor
 
@@ -61,7 +61,7 @@ def _slice_width(batch: int, vocab: int, device: torch.device) -> int:
     return triton.cdiv(triton.cdiv(vocab, slices), block) * block
 
 
-@triton.jit
+@_launch.jit
 def _ngram_block_kernel(
     tok_ptr, logit_ptr, out_ptr, length, vocab, n, slice_width,
     st_b, st_l, sl_b, sl_v,

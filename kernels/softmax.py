@@ -39,7 +39,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._validate import FLOAT_DTYPES, check_tensor
 
 OP = "softmax"
@@ -114,7 +114,7 @@ def _reciprocal(total, PRECISE: tl.constexpr):
         return 1.0 / total
 
 
-@triton.jit
+@_launch.jit
 def _softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_inner_rows, x_stride_outer, x_stride_inner,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
@@ -164,7 +164,7 @@ def _softmax_fwd_kernel(
             tl.store(y_row + start + cols, _rows.cast_for_store(y, y_ptr), mask=mask)
 
 
-@triton.jit
+@_launch.jit
 def _softmax_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, dy_inner_rows, dy_stride_outer, dy_stride_inner,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, COMPUTE: tl.constexpr,
@@ -217,7 +217,7 @@ def _softmax_bwd_kernel(
 
 
 def _forward(x: torch.Tensor) -> torch.Tensor:
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
     if y.numel() == 0:
         return y
     src = _rows.row_layout(x)
@@ -235,7 +235,7 @@ def _forward_launch(src: _rows.RowLayout, dtype: torch.dtype) -> tuple[tuple[int
 
 
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    dx = torch.empty_like(y, memory_format=torch.contiguous_format)
     if dx.numel() == 0:
         return dx
     grad = _rows.row_layout(dy)

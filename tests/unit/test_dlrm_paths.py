@@ -30,7 +30,7 @@ def test_one_sample_and_batched_programs_match_the_exact_interaction(block_b, di
     gen = torch.Generator().manual_seed(dim)
     dense = torch.randn(batch, dim, generator=gen)
     sparse = torch.randn(batch, features, dim, generator=gen)
-    _, block_t, block_d, warps = dlrm._launch(features, dim, torch.float32, "forward")
+    _, block_t, block_d, warps = dlrm._tiling(features, dim, torch.float32, "forward")
     device = torch.device(kernel_device_type())
     got = dlrm._forward(dense.to(device), sparse.to(device), launch=(block_b, block_t, block_d, warps)).cpu()
     exact = reference(dense.double(), sparse.double())
@@ -48,7 +48,7 @@ def test_one_sample_and_batched_backward_programs_match_the_exact_gradients(bloc
     sparse = torch.randn(batch, features, dim, generator=gen)
     t = features + 1
     grad = torch.randn(batch, dim + t * (t - 1) // 2, generator=gen)
-    _, block_t, block_d, warps = dlrm._launch(features, dim, torch.float32, "backward")
+    _, block_t, block_d, warps = dlrm._tiling(features, dim, torch.float32, "backward")
     device = torch.device(kernel_device_type())
     got = dlrm._backward(dense.to(device), sparse.to(device), grad.to(device), launch=(block_b, block_t, block_d, warps))
     exact, terms = _exact_gradients(dense, sparse, grad)

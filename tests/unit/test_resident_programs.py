@@ -17,7 +17,7 @@ class _Kernel:
     """A jit function's stand-in: ``warmup`` returns a compiled kernel with these resources."""
 
     def __init__(self, regs, warps, shared=0):
-        self.loads = 0
+        self.loads = self.warmups = 0
         self.compiled = SimpleNamespace(hash=f"{regs}-{warps}-{shared}", n_regs=regs, _init_handles=self._load,
                                         metadata=SimpleNamespace(num_warps=warps, shared=shared))
 
@@ -25,6 +25,7 @@ class _Kernel:
         self.loads += 1
 
     def warmup(self, *args, grid, **meta):
+        self.warmups += 1
         return self.compiled
 
 
@@ -40,8 +41,12 @@ class _Kernel:
 def test_resident_programs_follow_the_scarcest_resource(monkeypatch, regs, warps, shared, expected):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: _H100)
     monkeypatch.setattr(runtime, "_RESIDENT", {})
+    monkeypatch.setattr(runtime, "_RESIDENT_BY_CALL", {})
     kernel = _Kernel(regs, warps, shared)
     device = torch.device("cuda", 0)
     assert runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device) == expected
     runtime.resident_programs(kernel, (torch.empty(1),), {"BLOCK": 1024}, device)
     assert kernel.loads == 1  # remembered per compiled variant
+    assert kernel.warmups == 1  # and per launch key: a repeated call asks Triton nothing
+    other = runtime.resident_programs(kernel, (torch.empty(1), 17), {"BLOCK": 1024}, device)
+    assert other == expected and kernel.warmups == 2  # another key asks again; the variant is known

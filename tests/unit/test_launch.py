@@ -1,0 +1,138 @@
+"""The cached launch path (``kernels._launch``): a compiled variant is reused only for arguments that
+Triton would specialise alike, and a reuse passes the call's own arguments.
+
+Triton is stood in for by a fake JIT function that records what reaches its own path and what
+reaches the compiled variant's launcher, so that this runs without a GPU; the last test launches a
+real kernel on a GPU where there is one.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernels import _launch
+
+
+class _FakeJit:
+    """A jit function's stand-in: params (x_ptr, n, scale, BLOCK: constexpr, FLAG: constexpr = 7)."""
+
+    def __init__(self):
+        self.params = [SimpleNamespace(name=n, default=d, is_constexpr=c) for n, d, c in (
+            ("x_ptr", None, False), ("n", None, False), ("scale", None, False),
+            ("BLOCK", None, True), ("FLAG", 7, True))]
+        self.__name__ = "fake"
+        self.jit_calls = []
+        self.launches = []
+
+    def __getitem__(self, grid):
+        def call(*args, **meta):
+            self.jit_calls.append((grid, args, meta))
+            return SimpleNamespace(run=self._run, function="fn", packed_metadata="md")
+        return call
+
+    def _run(self, *launch):
+        self.launches.append(launch)
+
+
+def _kernel(device=0, hook=None):
+    fake = _FakeJit()
+    kernel = _launch.Kernel(fake)
+    knobs = SimpleNamespace(launch_enter_hook=hook)
+    kernel._bind_runtime(knobs, lambda: device, lambda index: f"stream{index}")
+    return fake, kernel
+
+
+def test_a_repeated_call_launches_the_remembered_variant_with_its_own_arguments():
+    fake, kernel = _kernel()
+    x = torch.zeros(64)
+    kernel[(3,)](x, 33, 0.5, BLOCK=64)
+    assert len(fake.jit_calls) == 1 and fake.launches == []
+    kernel[(5, 2)](x, 49, 0.25, BLOCK=64)  # 33 and 49: both odd, neither 1: one variant
+    assert len(fake.jit_calls) == 1
+    (launch,) = fake.launches
+    assert launch == (5, 2, 1, "stream0", "fn", "md", None, None, None, x, 49, 0.25, 64, 7)
+
+
+@pytest.mark.parametrize("change", [
+    "misaligned pointer", "other dtype", "int equal to 1", "int multiple of 16", "int past 32 bits",
+    "other constexpr", "other launch option", "other device",
+])
+def test_every_change_that_triton_specialises_on_takes_triton_s_path(change):
+    base = torch.zeros(64, dtype=torch.float32)
+    args, meta, device = [base, 33, 0.5], {"BLOCK": 64}, 0
+    fake, kernel = _kernel()
+    kernel[(1,)](*args, **meta)
+    if change == "misaligned pointer":
+        args[0] = base[1:]  # 4 bytes on: no longer 16-byte aligned
+    elif change == "other dtype":
+        args[0] = torch.zeros(64, dtype=torch.float16)
+    elif change == "int equal to 1":
+        args[1] = 1
+    elif change == "int multiple of 16":
+        args[1] = 48
+    elif change == "int past 32 bits":
+        args[1] = 2**31 + 1
+    elif change == "other constexpr":
+        meta["BLOCK"] = 128
+    elif change == "other launch option":
+        meta["num_warps"] = 8
+    else:
+        device = 1
+        kernel._bind_runtime(SimpleNamespace(launch_enter_hook=None), lambda: device, lambda index: "s")
+    kernel[(1,)](*args, **meta)
+    assert len(fake.jit_calls) == 2 and fake.launches == []
+    kernel[(1,)](*args, **meta)  # and that variant is remembered in its turn
+    assert len(fake.jit_calls) == 2 and len(fake.launches) == 1
+
+
+def test_a_launch_hook_a_keyword_runtime_argument_or_an_unknown_argument_always_take_triton_s_path():
+    x = torch.zeros(8)
+    fake, kernel = _kernel(hook=SimpleNamespace(calls=[print]))  # a profiler's hook chain
+    for _ in range(2):
+        kernel[(1,)](x, 3, 0.5, BLOCK=8)
+    assert len(fake.jit_calls) == 2 and fake.launches == []
+
+    fake, kernel = _kernel(hook=SimpleNamespace(calls=[]))  # an empty chain is no hook
+    for _ in range(2):
+        kernel[(1,)](x, 3, 0.5, BLOCK=8)
+    assert len(fake.jit_calls) == 1 and len(fake.launches) == 1
+
+    fake, kernel = _kernel()
+    for _ in range(2):
+        kernel[(1,)](x, 3, scale=0.5, BLOCK=8)  # its value would be part of the key
+        kernel[(1,)](x, object(), 0.5, BLOCK=8)  # no modelled specialisation (a tensor descriptor)
+    assert len(fake.jit_calls) == 4 and fake.launches == []
+
+
+def test_launch_keys_tell_apart_what_triton_does():
+    key = _launch.launch_key
+    t = torch.zeros(16)
+    assert key((t, 3)) == key((torch.zeros(16), 5))
+    assert len({key((t,)), key((t[1:],)), key((t.half(),))}) == 3
+    assert len({key((v,)) for v in (1, 2, 16, 2**31, 2**63, True, False, 1.0, None)}) == 9
+    assert key((-(2**31),)) != key((-(2**31) - 1,))
+    with pytest.raises(_launch._NotCached):
+        key(("text",))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="launches a compiled kernel: needs a CUDA device")
+def test_the_cached_path_computes_what_triton_s_path_does_on_a_gpu():
+    import triton.language as tl
+
+    @_launch.jit
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    base = torch.randn(4099, device="cuda")
+    for x in (base, base[1:], base[:4096], base[3:]):  # aligned and not, n odd and a multiple of 16
+        for _ in range(3):  # Triton's path first, then the cached one
+            y = torch.full_like(x, float("nan"))
+            double[(triton_cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+            torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+    assert len(double._cache) == 4
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
