@@ -1,7 +1,7 @@
 """A reference-and-verification harness for fused GPU kernels.
 
 Public API for spec authors: ``KernelSpec`` and its parts (``TensorArg``, ``Dim``, ``Batch``,
-``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``) and
+``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``, ``OptionalPeer``) and
 ``register_value_kind`` for op-specific value distributions.
 """
 
@@ -14,6 +14,7 @@ from harness.spec import (
     Implementation,
     KernelSpec,
     KnownFailure,
+    OptionalPeer,
     PerfModel,
     SpecError,
     TensorArg,
@@ -29,6 +30,7 @@ __all__ = [
     "Implementation",
     "KernelSpec",
     "KnownFailure",
+    "OptionalPeer",
     "PerfModel",
     "SpecError",
     "TensorArg",

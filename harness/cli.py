@@ -181,13 +181,16 @@ def _progress_printer():
 
 def speedup_table(benchmarks: list[dict]) -> Table:
     table = Table(title="benchmarks (median ms; speed-up = reference time / this time)")
-    for col in ("spec", "pass", "shape", "dtype", "impl", "median ms", "vs eager", "vs compile", "GB/s", "% copy bw", "% same-size copy", "recheck"):
-        table.add_column(col, justify="right" if col not in ("spec", "pass", "impl", "recheck") else "left")
+    for col in ("spec", "pass", "shape", "dtype", "figure", "impl", "median ms", "vs eager", "vs compile", "vs best peer",
+                "GB/s", "% copy bw", "% same-size copy", "recheck"):
+        table.add_column(col, justify="right" if col not in ("spec", "pass", "figure", "impl", "recheck") else "left")
     for b in benchmarks:
         shape = "x".join(str(v) for v in b["shape"].values())
         fmt = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
-        table.add_row(b["spec"], b["pass"], shape, b["dtype"], b["implementation"], f"{b['median_ms']:.4f}",
-                      fmt(b["speedup_vs_eager"], ".2f"), fmt(b["speedup_vs_compile"], ".2f"), fmt(b["gbps"], ".0f"),
+        best = "" if b.get("speedup_vs_best_peer") is None else f"{b['speedup_vs_best_peer']:.2f} ({b['best_peer']})"
+        table.add_row(b["spec"], b["pass"], shape, b["dtype"], b.get("figure", "device"), b["implementation"],
+                      f"{b['median_ms']:.4f}", fmt(b["speedup_vs_eager"], ".2f"), fmt(b["speedup_vs_compile"], ".2f"),
+                      best, fmt(b["gbps"], ".0f"),
                       fmt(b["pct_copy_bw"], ".1f"), fmt(b.get("pct_same_size_copy"), ".1f"), b["recheck"])
     return table
 

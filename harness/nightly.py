@@ -34,7 +34,7 @@ from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
 from harness.parallel import RunKey, verify_parallel
-from harness.regression import DEFAULT_RULE, decide, reference_drift
+from harness.regression import decide, reference_drift, rule_for
 from harness.results import verify
 from harness.runner import property_runs
 from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec, is_context
@@ -127,7 +127,7 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
         if is_context(record):
             continue
         base = dict(key=record["key"], spec=record["spec"], implementation=record["implementation"],
-                    median_ms=record["median_ms"], ratio=None, ci_low=None, ci_high=None, p_value=None,
+                    figure=record.get("figure", "device"), median_ms=record["median_ms"], ratio=None, ci_low=None, ci_high=None, p_value=None,
                     baseline_median_ms=None)
         if unreadable:
             verdicts.append({**base, "verdict": "baseline-unreadable", "reason": unreadable})
@@ -145,7 +145,7 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
             continue
         drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}))
         samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
-        v = decide(recorded["samples_ms"], samples, DEFAULT_RULE)
+        v = decide(recorded["samples_ms"], samples, rule_for(record))
         verdicts.append({**base, "verdict": v.verdict, "ratio": finite_or_none(v.ratio),
                          "ci_low": finite_or_none(v.ci_low), "ci_high": finite_or_none(v.ci_high),
                          "p_value": finite_or_none(v.p_value), "baseline_median_ms": recorded["median_ms"],

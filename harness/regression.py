@@ -117,6 +117,17 @@ class Rule:
 
 
 DEFAULT_RULE = Rule()
+# Per-call wall time (harness.bench.timing.time_wall) includes the host: Python, the allocator and
+# the driver, on CPUs that other processes share. Its run-to-run drift is that of a host, not of
+# a GPU's clocks, so the minimum effect is wider; a host-side regression that matters (tens of
+# microseconds on a call of tens) is many times larger. benchmarks/ab_gate.py checks both on a GPU.
+WALL_MIN_EFFECT = 0.05
+WALL_RULE = Rule(min_effect=WALL_MIN_EFFECT)
+
+
+def rule_for(record: Mapping[str, Any]) -> Rule:
+    """The rule a benchmark record is judged by: by its figure (device time or per-call wall time)."""
+    return WALL_RULE if record.get("figure") == "wall" else DEFAULT_RULE
 
 
 @dataclass(frozen=True)

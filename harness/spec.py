@@ -28,6 +28,10 @@ CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "gradchec
 BATCH = "*batch"  # a dims entry that expands to zero or more leading batch dimensions
 # The reference's own timings, beside a spec's implementations (reports list them in this order).
 REFERENCE_IMPLEMENTATIONS = ("compile", "eager")
+# The benchmarked passes, and the two figures each is timed in (harness.bench.timing): device time
+# and per-call wall time with the host included.
+PASSES = ("forward", "forward_backward")
+FIGURES = ("device", "wall")
 
 
 class SpecError(ValueError):
@@ -138,6 +142,20 @@ class BenchShape:
 
 
 @dataclass(frozen=True)
+class OptionalPeer:
+    """Another library's kernel for the same function, benchmarked where that library is installed.
+
+    ``load`` imports the library and returns a callable taking the reference's arguments; an
+    ``ImportError`` from it means "not installed here", and the benchmark says so, with
+    ``install`` (the command that installs it), instead of timing the peer.
+    """
+
+    name: str
+    load: Callable[[], Callable[..., Any]]
+    install: str
+
+
+@dataclass(frozen=True)
 class PerfModel:
     """Minimum bytes moved and flops of one call, as functions of a case's dims and dtype.
 
@@ -151,9 +169,13 @@ class PerfModel:
     backward_flops: Callable[[Mapping[str, int], str], float] | None = None
     shapes: tuple[BenchShape, ...] = ()
     # Other libraries' implementations of the op, timed beside eager and torch.compile as the bar a
-    # kernel must clear (torch's scaled_dot_product_attention for attention). Called like the
-    # reference; the harness neither verifies nor gates them: they are context, like eager.
-    peers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # kernel must clear (torch's scaled_dot_product_attention for attention): a callable taking the
+    # reference's arguments, or an OptionalPeer for a library that may not be installed. The
+    # harness neither verifies nor gates them: they are context, like eager.
+    peers: Mapping[str, Callable[..., Any] | OptionalPeer] = field(default_factory=dict)
+    # The launch-overhead shape (harness.bench.runner.launch_shape): by default the first shape
+    # with every size at its smallest legal value.
+    launch_shape: BenchShape | None = None
 
 
 def is_context(record: Mapping[str, Any]) -> bool:
@@ -402,9 +424,11 @@ def _validate(spec: KernelSpec) -> None:
                 fail("perf.peers", f"peer names must be identifiers other than {REFERENCE_IMPLEMENTATIONS}, got {peer!r}")
             if peer in spec.implementations:
                 fail("perf.peers", f"{peer!r} is already an implementation of the spec")
-            if not callable(fn):
-                fail("perf.peers", f"{peer!r} must be callable, got {type(fn).__name__}")
-        for shape in spec.perf.shapes:
+            if not (callable(fn) or isinstance(fn, OptionalPeer)):
+                fail("perf.peers", f"{peer!r} must be callable or an OptionalPeer, got {type(fn).__name__}")
+        if spec.perf.launch_shape is not None and not isinstance(spec.perf.launch_shape, BenchShape):
+            fail("perf.launch_shape", f"must be a BenchShape or None, got {type(spec.perf.launch_shape).__name__}")
+        for shape in spec.perf.shapes + ((spec.perf.launch_shape,) if spec.perf.launch_shape else ()):
             missing = [d for d in spec.dims if not isinstance(spec.dims[d], Batch) and d not in shape.dims]
             if missing:
                 fail("perf.shapes", f"shape {dict(shape.dims)} lacks dims {missing}")

@@ -1,10 +1,16 @@
-"""Benchmark one spec at its fixed shapes: kernel, eager and torch.compile timed side by side.
+"""Benchmark one spec at its fixed shapes: kernel, eager, torch.compile and the spec's peers side by side.
 
 For every benchmark shape of a spec's performance model, and for the forward pass and the
-forward+backward pass, each implementation of the spec, the eager reference and ``torch.compile``
-of the reference are timed interleaved (``harness.bench.timing``) on fresh inputs. Afterwards each
-kernel's result on those inputs is checked again against the reference under the error budget: a
-kernel that skips work cannot win. Results are plain dicts in the results-file schema.
+forward+backward pass, each implementation of the spec, the eager reference, ``torch.compile``
+of the reference and the spec's peers (other libraries' kernels for the same function, where
+they are installed) are timed interleaved (``harness.bench.timing``) on fresh inputs, in two
+figures: device time and per-call wall time with the host included. Each figure is a record of
+its own (``figure``: "device" or "wall"; a wall record's key has ``/wall`` before the
+implementation), so that reports and the regression gate show and judge both. A last shape,
+tiny (:func:`launch_shape`), measures launch overhead: its wall figure is the host's cost of a
+call. Afterwards each kernel's result on the timed inputs is checked again against the reference
+under the error budget: a kernel that skips work cannot win. Results are plain dicts in the
+results-file schema.
 """
 
 from __future__ import annotations
@@ -20,22 +26,43 @@ from typing import Any
 import torch
 
 from harness.bench.roofline import Roofline
-from harness.bench.timing import TIMING_METHOD, TimingPlan, iqr, median, time_interleaved
+from harness.bench.timing import (
+    TIMING_METHOD, WALL_TIMING_METHOD, TimingPlan, iqr, median, time_interleaved, time_wall, wall_batch,
+)
 from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
 from harness.runner import skip_reason
-from harness.spec import BATCH, REFERENCE_IMPLEMENTATIONS, BenchShape, KernelSpec
+from harness.spec import BATCH, PASSES, REFERENCE_IMPLEMENTATIONS, BenchShape, Dim, KernelSpec
 from harness.values import drawn_on
 
-PASSES = ("forward", "forward_backward")
 
 
-def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str) -> str:
+def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str, figure: str = "device") -> str:
+    """A benchmark's name in results and baselines. The wall figure's has ``/wall`` before the
+    implementation, so that everything but the implementation names one comparison (the gate
+    takes the machine's drift from the references that share it)."""
     dims = ",".join(f"{k}={v}" for k, v in sorted(shape.dims.items()))
     scalars = ",".join(f"{k}={v}" for k, v in sorted(shape.scalars.items()))
-    return f"{spec}/{pass_}/{dims}{'/' + scalars if scalars else ''}/{shape.dtype}/{implementation}"
+    where = "" if figure == "device" else f"{figure}/"
+    return f"{spec}/{pass_}/{dims}{'/' + scalars if scalars else ''}/{shape.dtype}/{where}{implementation}"
+
+
+def launch_shape(spec: KernelSpec) -> BenchShape | None:
+    """The spec's launch-overhead shape: ``perf.launch_shape`` if it names one, else its first
+    benchmark shape with every size at its smallest legal value (a dim's first choice, else its
+    minimum). At that size the device's work is negligible and per-call wall time is the host's."""
+    if spec.perf is None or not spec.perf.shapes:
+        return None
+    if spec.perf.launch_shape is not None:
+        return spec.perf.launch_shape
+    first = spec.perf.shapes[0]
+    dims = {}
+    for name, value in first.dims.items():
+        dim = spec.dims.get(name)
+        dims[name] = (dim.choices[0] if dim.choices else max(dim.min, 1)) if isinstance(dim, Dim) else value
+    return BenchShape(dims, first.dtype, dict(first.scalars))
 
 
 def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
@@ -60,7 +87,11 @@ def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, C
             skipped[name] = reason
         else:
             fns[name] = impl.load()
-    fns.update(spec.perf.peers if spec.perf is not None else {})
+    for name, peer in (spec.perf.peers if spec.perf is not None else {}).items():
+        try:
+            fns[name] = peer_callable(peer)
+        except PeerUnavailable as exc:
+            skipped[name] = str(exc)
     fns["eager"] = spec.reference
     # dynamic=False compiles for each shape, and dynamo keeps its compiled entries on the
     # reference's code object, however many torch.compile wrappers there are: past its recompile
@@ -70,6 +101,23 @@ def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, C
     torch._dynamo.reset()
     fns["compile"] = torch.compile(spec.reference, dynamic=False)
     return fns, skipped
+
+
+class PeerUnavailable(Exception):
+    """A spec's optional peer cannot run here (its library is not installed); the message says how
+    to install it."""
+
+
+def peer_callable(peer: Callable) -> Callable:
+    """A spec's peer as a callable: a plain function, or an ``OptionalPeer`` loaded now (raises
+    ``PeerUnavailable`` when its library is missing)."""
+    load = getattr(peer, "load", None)
+    if load is None:
+        return peer
+    try:
+        return load()
+    except ImportError as exc:
+        raise PeerUnavailable(f"{peer.name}: {exc}; install it with: {peer.install}") from exc
 
 
 def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
@@ -166,6 +214,9 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
         return []
     records: list[dict] = []
     shapes = [s for s in spec.perf.shapes if s.quick or not quick]
+    tiny = launch_shape(spec)
+    shapes += [tiny] if tiny is not None and tiny not in shapes else []
+    unavailable: dict[str, str] = {}
     # Inputs (and the re-check's) are drawn on the device: see harness.values.drawn_on.
     with drawn_on(device):
         interrupted = False
@@ -178,7 +229,8 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                 continue
             try:
                 with time_limit(shape_timeout_s, label):
-                    records += _bench_shape(spec, shape, device, roofline, plan, on_case)
+                    records += _bench_shape(spec, shape, device, roofline, plan, on_case, unavailable,
+                                            launch_overhead=shape is tiny)
             except KeyboardInterrupt:
                 if errors is None:
                     raise
@@ -192,6 +244,8 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                     on_case(f"{label}: raised {type(exc).__name__}; going on with the next shape")
                 if device.type == "cuda":
                     torch.cuda.empty_cache()  # an out-of-memory error must not take the next shapes with it
+    if not_run is not None:
+        not_run += [f"{spec.name} peer {name}: not timed ({why})" for name, why in unavailable.items()]
     if interrupted:
         raise BenchInterrupted(records)
     return records
@@ -206,10 +260,14 @@ class BenchInterrupted(KeyboardInterrupt):
 
 
 def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roofline: Roofline | None,
-                 plan: TimingPlan, on_case: Callable[[str], None] | None) -> list[dict]:
-    """Both passes of one benchmark shape; progress lines say where the time went."""
+                 plan: TimingPlan, on_case: Callable[[str], None] | None, unavailable: dict[str, str] | None = None,
+                 launch_overhead: bool = False) -> list[dict]:
+    """Both passes of one benchmark shape, both figures; progress lines say where the time went.
+    Peers that cannot run here are added to ``unavailable`` with the reason."""
     records: list[dict] = []
-    fns, _ = bench_callables(spec, device)
+    fns, skipped = bench_callables(spec, device)
+    if unavailable is not None:
+        unavailable.update((name, why) for name, why in skipped.items() if name in spec.perf.peers)
     for pass_ in PASSES:
         if pass_ == "forward_backward" and not spec.grad_inputs:
             continue
@@ -224,47 +282,71 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
             nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
             flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
         calls = timed_calls(spec, fns, cases, device, pass_)
-        calls[SAME_SIZE_COPY] = same_size_copy(nbytes, device)
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the inputs' time, not the first timed call's
         inputs_done = time.perf_counter()
-        samples = time_interleaved(calls, device, plan)
+        samples = time_interleaved({**calls, SAME_SIZE_COPY: same_size_copy(nbytes, device)}, device, plan)
+        copy_ms = median(samples.pop(SAME_SIZE_COPY))
+        slowest = max(median(t) for t in samples.values())
+        wall = time_wall(calls, device, wall_batch(slowest, plan), plan)
         timed = time.perf_counter()
         del calls  # the timing's input sets: the re-checks below need the memory at large shapes
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        copy_ms = median(samples.pop(SAME_SIZE_COPY))
-        medians = {n: median(s) for n, s in samples.items()}
-        for name, times in samples.items():
-            recheck, recheck_detail = "n/a", None
-            peer = name in spec.perf.peers
-            if name not in REFERENCE_IMPLEMENTATIONS and not peer:
-                check = "forward" if pass_ == "forward" else "backward"
-                result = run_check(spec, fns[name], check, cases[0], device)
-                recheck = "passed" if result.passed else "failed"
-                recheck_detail = None if result.passed else result.details().splitlines()[0]
-            seconds = medians[name] / 1e3
-            gbps = nbytes / seconds / 1e9 if seconds > 0 else None
-            tflops = flops / seconds / 1e12 if flops and seconds > 0 else None
-            records.append({
-                "key": bench_key(spec.name, pass_, shape, name),
-                "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype,
-                "scalars": dict(shape.scalars), "pass": pass_, "implementation": name,
-                "samples_ms": times, "timing": TIMING_METHOD, "median_ms": medians[name], "iqr_ms": iqr(times),
-                "bytes": nbytes, "flops": flops, "gbps": gbps,
-                "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
-                "copy_same_size_ms": copy_ms,
-                "pct_same_size_copy": 100 * copy_ms / medians[name] if nbytes and medians[name] > 0 else None,
-                "tflops": tflops,
-                "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
-                "speedup_vs_eager": _ratio(medians.get("eager"), medians[name]),
-                "speedup_vs_compile": _ratio(medians.get("compile"), medians[name]),
-                "recheck": recheck,
-                **({"recheck_detail": recheck_detail} if recheck_detail else {}),
-                **({"peer": True} if peer else {}),
-            })
+        rechecks = {name: _recheck(spec, fns[name], pass_, cases[0], device) for name in samples if not _context(spec, name)}
+        common = dict(pass_=pass_, nbytes=nbytes, flops=flops, roofline=roofline, launch_overhead=launch_overhead)
+        records += _figure_records(spec, shape, "device", samples, rechecks, copy_ms=copy_ms, **common)
+        records += _figure_records(spec, shape, "wall", wall, rechecks, copy_ms=None, **common)
         if on_case:
             on_case(f"{label}: inputs {inputs_done - started:.1f} s, warm-up (compiles included) and timing "
                     f"{timed - inputs_done:.1f} s, re-checks {time.perf_counter() - timed:.1f} s")
     return records
 
+
+def _context(spec: KernelSpec, name: str) -> bool:
+    return name in REFERENCE_IMPLEMENTATIONS or name in spec.perf.peers
+
+
+def _recheck(spec: KernelSpec, fn: Callable, pass_: str, case: Case, device) -> tuple[str, str | None]:
+    """("passed" | "failed", the failure's first line) for an implementation under test, re-run on
+    the first timed input set."""
+    result = run_check(spec, fn, "forward" if pass_ == "forward" else "backward", case, device)
+    return ("passed", None) if result.passed else ("failed", result.details().splitlines()[0])
+
+
+def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: dict[str, list[float]],
+                    rechecks: dict[str, tuple[str, str | None]], *, pass_: str, nbytes: float, flops: float,
+                    roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool) -> list[dict]:
+    """One record per implementation for one figure of one pass of one shape. ``best_peer`` names
+    the fastest context implementation (eager, compile or a peer) in this figure, and
+    ``speedup_vs_best_peer`` is its median over this one's."""
+    medians = {n: median(t) for n, t in samples.items()}
+    context = {n: m for n, m in medians.items() if _context(spec, n)}
+    best = min(context, key=context.get) if context else None
+    records = []
+    for name, times in samples.items():
+        recheck, detail = rechecks.get(name, ("n/a", None))
+        ms = medians[name]
+        gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
+        tflops = flops / (ms / 1e3) / 1e12 if flops and ms > 0 else None
+        records.append({
+            "key": bench_key(spec.name, pass_, shape, name, figure),
+            "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype, "scalars": dict(shape.scalars),
+            "pass": pass_, "implementation": name, "figure": figure,
+            "samples_ms": times, "timing": TIMING_METHOD if figure == "device" else WALL_TIMING_METHOD,
+            "median_ms": ms, "iqr_ms": iqr(times),
+            "bytes": nbytes, "flops": flops, "gbps": gbps,
+            "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
+            "copy_same_size_ms": copy_ms,
+            "pct_same_size_copy": 100 * copy_ms / ms if copy_ms and nbytes and ms > 0 else None,
+            "tflops": tflops,
+            "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
+            "speedup_vs_eager": _ratio(medians.get("eager"), ms),
+            "speedup_vs_compile": _ratio(medians.get("compile"), ms),
+            "best_peer": best, "speedup_vs_best_peer": _ratio(context.get(best), ms),
+            "recheck": recheck,
+            **({"recheck_detail": detail} if detail else {}),
+            **({"peer": True} if name in spec.perf.peers else {}),
+            **({"launch_overhead": True} if launch_overhead else {}),
+        })
+    return records

@@ -1,4 +1,7 @@
-"""Timing on the GPU: CUDA events, L2 flushed before every repetition, rotating inputs, interleaving.
+"""Timing on the GPU, two figures: device time (CUDA events, L2 flushed, the host hidden) and
+per-call wall time (back-to-back calls, host included).
+
+**Device time** (:func:`time_interleaved`):
 
 What is timed is the GPU's time from the start event to the end event. Python's own launch
 overhead (argument checks, autograd bookkeeping, Triton's launcher, torch.compile's guards) is kept
@@ -30,6 +33,7 @@ names its method (``TIMING_METHOD``).
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -40,6 +44,7 @@ Call = Callable[[int], object]  # receives the input-set index
 # What a record timed with this module means; baselines recorded under another method (or under none,
 # before records named theirs: L2 flushed by zeroing) are not compared with it.
 TIMING_METHOD = "cuda-events/spin/l2-read-flush"
+WALL_TIMING_METHOD = "wall/back-to-back/no-flush"
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,19 @@ class TimingPlan:
     input_sets: int = 3
     flush_l2: bool = True
     spin_cycles: int = 2_000_000  # ~1 ms at Hopper clocks: longer than any call's host-side work
+    wall_repetitions: int = 30  # batches per implementation (the regression rule wants >= 10 samples)
+    wall_batch_ms: float = 2.0  # a batch lasts about this long (at least WALL_MIN_CALLS calls)
+
+
+WALL_MIN_CALLS, WALL_MAX_CALLS = 10, 200
+
+
+def wall_batch(per_call_ms: float, plan: TimingPlan) -> int:
+    """Calls per wall-time batch for calls of about ``per_call_ms``: enough that the one
+    synchronisation ending a batch weighs little, few enough that a large shape stays quick."""
+    if not per_call_ms > 0:
+        return WALL_MAX_CALLS
+    return max(WALL_MIN_CALLS, min(WALL_MAX_CALLS, round(plan.wall_batch_ms / per_call_ms)))
 
 
 def _l2_flush(device: torch.device) -> Callable[[], object]:
@@ -85,6 +103,33 @@ def time_interleaved(calls: Mapping[str, Call], device: torch.device, plan: Timi
                 events[name].append((start, end))
         torch.cuda.synchronize()
     return {n: [s.elapsed_time(e) for s, e in pairs] for n, pairs in events.items()}
+
+
+def time_wall(calls: Mapping[str, Call], device: torch.device, batch: int,
+              plan: TimingPlan = TimingPlan()) -> dict[str, list[float]]:
+    """Milliseconds per call, host included, for each named call: ``plan.wall_repetitions``
+    batches of ``batch`` back-to-back calls each, rotated over the calls (module docstring)."""
+    if device.type != "cuda":
+        raise ValueError(f"timing needs a CUDA device, got {device}")
+    if batch < 1:
+        raise ValueError(f"batch must be a positive number of calls, got {batch}")
+    names = list(calls)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    with torch.cuda.device(device):
+        for name in names:  # warm: the first calls of a fresh process pay for caches and allocations
+            for i in range(plan.warmup):
+                calls[name](i % plan.input_sets)
+        torch.cuda.synchronize()
+        for rep in range(plan.wall_repetitions):
+            order = names[rep % len(names):] + names[: rep % len(names)]
+            for name in order:
+                call = calls[name]
+                start = time.perf_counter()
+                for i in range(batch):
+                    call(i % plan.input_sets)
+                torch.cuda.synchronize()
+                samples[name].append((time.perf_counter() - start) * 1e3 / batch)
+    return samples
 
 
 def median(samples: list[float]) -> float:

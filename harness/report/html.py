@@ -266,6 +266,9 @@ def _speedups(results: Mapping) -> list[dict]:
                 "vs_eager_class": _speedup_class(b["speedup_vs_eager"]),
                 "vs_compile": format_number(b["speedup_vs_compile"], 3, "×"),
                 "vs_compile_class": _speedup_class(b["speedup_vs_compile"]),
+                "vs_best": format_number(b.get("speedup_vs_best_peer"), 3, "×")
+                + (f" ({b['best_peer']})" if b.get("best_peer") else ""),
+                "vs_best_class": _speedup_class(b.get("speedup_vs_best_peer")),
                 "gbps": format_number(b["gbps"]),
                 "pct_copy": format_number(b["pct_copy_bw"], 3, "%"),
                 "pct_same_size_copy": format_number(b.get("pct_same_size_copy"), 3, "%"),
@@ -284,6 +287,7 @@ def _verdicts(results: Mapping) -> tuple[list[dict], list[dict]]:
         ci = "—" if r["ci_low"] is None and r["ci_high"] is None else \
             f"[{format_number(r['ci_low'])}, {format_number(r['ci_high'])}]"
         return {"key": r["key"], "spec": r["spec"], "implementation": r["implementation"], "verdict": r["verdict"],
+                "figure": r.get("figure", "device"),
                 "ratio": format_number(r["ratio"]), "ci": ci, "p": format_p(r["p_value"]),
                 "baseline": format_number(r["baseline_median_ms"]), "median": format_number(r["median_ms"]),
                 "reason": r["reason"]}

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.io import atomic_write_text
 from harness.results import UNFINISHED_PREFIX
-from harness.spec import REFERENCE_IMPLEMENTATIONS
+from harness.spec import FIGURES, PASSES, REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
 VERSION = 1
@@ -28,7 +28,6 @@ VERSION = 1
 STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
 FAILING = ("failed", "xpassed")  # the statuses that make a run red
 VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data", "no-baseline", "baseline-unreadable")
-PASSES = ("forward", "forward_backward")
 RECHECKS = ("passed", "failed", "n/a")
 SUMMARY_KEYS = STATUSES + ("regressions", "improvements")
 HISTORY_BENCH_KEYS = ("median_ms", "pct_copy_bw", "speedup_vs_eager", "speedup_vs_compile")
@@ -56,12 +55,16 @@ _BENCHMARK = {"key": str, "spec": str, "shape": dict, "dtype": str, "scalars": d
 # Added within version 1: absent from older files, checked when present.
 _BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM, "peer": bool,
                        "recheck_detail": str,  # why a failed recheck failed (its first line)
-                       "timing": str}  # harness.bench.timing.TIMING_METHOD; absent: L2 flushed by zeroing
+                       "timing": str,  # harness.bench.timing.TIMING_METHOD; absent: L2 flushed by zeroing
+                       # device time or per-call wall time (absent: device), the fastest of eager,
+                       # compile and the peers in that figure, and whether the shape is the tiny one
+                       "figure": FIGURES, "best_peer": _OPT_STR, "speedup_vs_best_peer": _OPT_NUM,
+                       "launch_overhead": bool}
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
 # Added within version 1: the machine drift divided out of a verdict (harness.regression)
-_REGRESSION_OPTIONAL = {"drift": _OPT_NUM}
+_REGRESSION_OPTIONAL = {"drift": _OPT_NUM, "figure": FIGURES}
 _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verification_cost": dict,
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,
         "regressions": list}
@@ -416,17 +419,17 @@ def shape_label(bench: Mapping) -> str:
 
 
 def benchmark_groups(results: Mapping) -> list[tuple[dict, list[dict]]]:
-    """Benchmarks grouped by case (spec, shape and scalars, dtype, pass), one row per implementation.
+    """Benchmarks grouped by case (spec, shape and scalars, dtype, pass, figure), one row per implementation.
 
     Groups keep the order in which the results list them; rows are sorted fused first, then the
     references (see ``implementation_order``).
     """
     groups: dict[tuple, list[dict]] = {}
     for bench in results["benchmarks"]:
-        key = (bench["spec"], shape_label(bench), bench["dtype"], bench["pass"])
+        key = (bench["spec"], shape_label(bench), bench["dtype"], bench["pass"], bench.get("figure", "device"))
         groups.setdefault(key, []).append(bench)
     return [
-        ({"spec": k[0], "shape": k[1], "dtype": k[2], "pass": k[3]},
+        ({"spec": k[0], "shape": k[1], "dtype": k[2], "pass": k[3], "figure": k[4]},
          sorted(rows, key=lambda b: implementation_order(b["implementation"])))
         for k, rows in groups.items()
     ]

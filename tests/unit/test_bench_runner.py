@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import harness.bench.runner as runner
+import harness.bench.timing as timing
 from harness.bench.roofline import Roofline
 from harness.nightly import judge
 from harness.registry import load_specs
@@ -39,7 +40,17 @@ def fake_clock(monkeypatch):
             out[name] = [1.0 + 0.01 * k for k in range(plan.repetitions)] if name != "triton" else [0.5] * plan.repetitions
         return out
 
+    def fake_wall(calls_by_name, device, batch, plan):
+        assert batch >= timing.WALL_MIN_CALLS
+        for call in calls_by_name.values():
+            call(0)
+        calls.append("wall")
+        # per call, host included: here the kernel is slower than eager (a slow launch path)
+        return {name: [3.0] * plan.wall_repetitions if name == "triton" else [2.0 + 0.01 * k for k in range(plan.wall_repetitions)]
+                for name in calls_by_name}
+
     monkeypatch.setattr(runner, "time_interleaved", fake_time)
+    monkeypatch.setattr(runner, "time_wall", fake_wall)
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # no inductor build on the CPU runner
     return calls
 
@@ -61,18 +72,31 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
     assert runner.SAME_SIZE_COPY in fake_clock  # timed, and not reported as an implementation
     runnable = {i for i in spec.implementations if skip_reason(spec, i, _DEVICE) is None}  # add_mul_act's CUDA one on a GPU
     assert "triton" in runnable
-    assert {(r["pass"], r["implementation"]) for r in records} == {
-        (p, i) for p in ("forward", "forward_backward") for i in runnable | {"eager", "compile"}}
+    tiny = runner.launch_shape(spec)
+    for shape in (spec.perf.shapes[0].dims, tiny.dims):  # the benchmark shape, then the launch-overhead one
+        assert {(r["pass"], r["implementation"], r["figure"]) for r in records if r["shape"] == shape} == {
+            (p, i, f) for p in ("forward", "forward_backward") for i in runnable | {"eager", "compile"}
+            for f in ("device", "wall")}
+    assert all(v == 1 for v in tiny.dims.values()) and all(bool(r.get("launch_overhead")) == (r["shape"] == tiny.dims) for r in records)
     for r in records:
         assert r["median_ms"] > 0 and r["bytes"] > 0 and r["gbps"] == pytest.approx(r["bytes"] / r["median_ms"] / 1e6)
         assert r["pct_copy_bw"] == pytest.approx(100 * r["gbps"] / 1000.0)
-        # the same-size copy is timed beside the implementations (fake clock: ~1.055 ms median)
-        assert r["copy_same_size_ms"] == pytest.approx(1.055)
-        assert r["pct_same_size_copy"] == pytest.approx(100 * r["copy_same_size_ms"] / r["median_ms"])
         assert r["recheck"] == ("n/a" if r["implementation"] in ("eager", "compile") else "passed")
-        assert r["timing"] == runner.TIMING_METHOD
-    triton_fwd = next(r for r in records if r["implementation"] == "triton" and r["pass"] == "forward")
-    assert triton_fwd["speedup_vs_eager"] > 1.9 and triton_fwd["key"].startswith(f"{name}/forward/")
+        if r["figure"] == "device":
+            # the same-size copy is timed beside the implementations (fake clock: ~1.055 ms median)
+            assert r["copy_same_size_ms"] == pytest.approx(1.055)
+            assert r["pct_same_size_copy"] == pytest.approx(100 * r["copy_same_size_ms"] / r["median_ms"])
+            assert r["timing"] == runner.TIMING_METHOD and "/wall/" not in r["key"]
+        else:
+            assert r["copy_same_size_ms"] is None and r["pct_same_size_copy"] is None
+            assert r["timing"] == runner.WALL_TIMING_METHOD and r["key"].endswith(f"/wall/{r['implementation']}")
+        assert r["best_peer"] == "eager"  # the fake clock makes eager the fastest context in both figures
+    triton_fwd = [r for r in records if r["implementation"] == "triton" and r["pass"] == "forward" and not r.get("launch_overhead")]
+    device, wall = sorted(triton_fwd, key=lambda r: r["figure"])
+    assert device["speedup_vs_eager"] > 1.9 and device["key"].startswith(f"{name}/forward/")
+    assert device["speedup_vs_best_peer"] == device["speedup_vs_eager"]
+    assert wall["speedup_vs_best_peer"] == pytest.approx(2.145 / 3.0)  # slower per call: below 1
+    assert "wall" in fake_clock
 
 
 def test_recheck_catches_a_kernel_that_skips_work(fake_clock):
@@ -177,15 +201,35 @@ def test_peers_are_timed_beside_eager_as_context_never_rechecked_or_judged(fake_
     records = runner.bench_spec(spec, _DEVICE, None, quick=True,
                                 plan=runner.TimingPlan(repetitions=12, input_sets=1))
     peer = [r for r in records if r["implementation"] == "library"]
-    assert len(peer) == 2 and all(r["peer"] and r["recheck"] == "n/a" for r in peer)
+    # two passes, two figures, at the benchmark shape and the launch-overhead shape
+    assert len(peer) == 8 and all(r["peer"] and r["recheck"] == "n/a" for r in peer)
     assert all("peer" not in r for r in records if r["implementation"] != "library")
-    assert [v["implementation"] for v in judge(records, {}, None)] == ["triton", "triton"]
+    assert {v["implementation"] for v in judge(records, {}, None)} == {"triton"}
+    assert len(judge(records, {}, None)) == 8
+
+
+def test_an_optional_peer_that_is_not_installed_is_named_with_how_to_install_it(fake_clock):
+    from harness.spec import OptionalPeer
+
+    def load():
+        import a_library_that_is_not_installed  # noqa: F401
+
+    spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
+    present = OptionalPeer("present", lambda: (lambda x: torch.softmax(x, -1)), "pip install present")
+    missing = OptionalPeer("missing", load, "pip install missing-lib")
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"present": present, "missing": missing}))
+    not_run: list[str] = []
+    records = runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=12, input_sets=1),
+                                not_run=not_run)
+    assert {r["implementation"] for r in records if r.get("peer")} == {"present"}
+    (line,) = not_run
+    assert line.startswith("softmax peer missing: not timed (missing: No module named") and "pip install missing-lib" in line
 
 
 @pytest.mark.parametrize("peers, message", [
     ({"eager": lambda x: x}, "perf.peers"),
     ({"triton": lambda x: x}, "already an implementation"),
-    ({"library": 3}, "must be callable"),
+    ({"library": 3}, "must be callable or an OptionalPeer"),
 ])
 def test_malformed_peers_name_the_field(peers, message):
     spec = load_specs()["softmax"]
@@ -212,7 +256,7 @@ def test_a_shape_that_raises_is_recorded_and_the_sweep_goes_on(fake_clock):
                                 plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors)
     assert failing_first["n"] >= 1
     assert errors == ["softmax {'rows': 3, 'cols': 40} float32: raised OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
-    assert {r["shape"]["rows"] for r in records} == {2}, "the next shape is still benchmarked"
+    assert {r["shape"]["rows"] for r in records} == {2, 1}, "the next shapes (and the launch shape) are still benchmarked"
     with pytest.raises(torch.OutOfMemoryError):  # without an errors list, the error propagates
         runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=4, input_sets=1))
 
@@ -227,23 +271,26 @@ def _two_shapes(fn_for_rows):
     return dataclasses.replace(spec, implementations={"triton": impl}, perf=dataclasses.replace(spec.perf, shapes=shapes))
 
 
-def test_a_stuck_shape_is_stopped_at_its_time_limit_and_named(fake_clock):
+def test_a_stuck_shape_is_stopped_at_its_time_limit_and_named(monkeypatch):
+    """Only the stuck shape does any work, so the verdict cannot depend on the machine's load: a
+    healthy shape that ran on the interpreter under 32 busy xdist workers once passed the limit too."""
     import time as time_
 
-    def stuck_on_3(rows, real, kw):
-        if rows == 3:
+    def bench_shape(spec, shape, *args, **kwargs):
+        if shape.dims["rows"] == 3:
             time_.sleep(30)
-        return real(**kw)
+        return [{"shape": dict(shape.dims)}]
 
+    monkeypatch.setattr(runner, "_bench_shape", bench_shape)
     errors: list[str] = []
     start = time_.monotonic()
-    records = runner.bench_spec(_two_shapes(stuck_on_3), _DEVICE, None, quick=True,
-                                plan=runner.TimingPlan(repetitions=4, input_sets=1), errors=errors, shape_timeout_s=1.5)
+    records = runner.bench_spec(_two_shapes(lambda rows, real, kw: real(**kw)), _DEVICE, None, quick=True,
+                                errors=errors, shape_timeout_s=1.5)
     assert time_.monotonic() - start < 20
     (error,) = errors
     assert error.startswith("softmax {'rows': 3, 'cols': 40} float32: raised ShapeTimeout: ")
-    assert "took longer than 1.5 s (stopped at test_bench_runner.py:" in error and "stuck_on_3" in error
-    assert {r["shape"]["rows"] for r in records} == {2}
+    assert "took longer than 1.5 s (stopped at test_bench_runner.py:" in error and "bench_shape" in error
+    assert {r["shape"]["rows"] for r in records} == {2, 1}  # the next shape, and the launch-overhead one
 
 
 def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
@@ -260,7 +307,7 @@ def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
                           errors=errors, not_run=not_run)
     assert {r["shape"]["rows"] for r in stop.value.records} == {3}
     assert errors == ["softmax {'rows': 2, 'cols': 24} float32: interrupted"]
-    assert not_run == ["softmax {'rows': 2, 'cols': 24} float32"]
+    assert not_run == ["softmax {'rows': 2, 'cols': 24} float32", "softmax {'rows': 1, 'cols': 1} float32"]
 
 
 def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_limit(monkeypatch):
@@ -276,6 +323,8 @@ def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_li
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: real_compile(fn, backend=recording_backend, dynamic=False))
     monkeypatch.setattr(runner, "time_interleaved",
                         lambda calls, device, plan: {n: [c(0), 1.0][1:] * plan.repetitions for n, c in calls.items()})
+    monkeypatch.setattr(runner, "time_wall",
+                        lambda calls, device, batch, plan: {n: [c(0), 1.0][1:] * plan.wall_repetitions for n, c in calls.items()})
     spec = load_specs()["softmax"]
     shapes = tuple(BenchShape({"rows": 2, "cols": 8 + k}, "float32", quick=True) for k in range(6))
     spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, shapes=shapes))

@@ -249,7 +249,7 @@ def test_markdown_summary():
     assert "second line" not in text  # first line only in a table cell
     assert "🔴 regression" in text and "🟢 improvement" in text
     assert "unchanged" not in text.split("### Speed-ups")[0]
-    assert "| softmax | rows=4096 cols=1024 | float16 | forward | triton | 0.05 | 3.1× | 1.4× | 82% |" in text
+    assert "| softmax | rows=4096 cols=1024 | float16 | forward | device | triton | 0.05 | 3.1× | 1.4× | — | 82% |" in text
     assert "Since `nightly-41`" in text
     cpu = render_markdown(make_results(measured=False))
     assert "Performance was not measured:** no GPU: performance was not measured" in cpu
@@ -324,3 +324,20 @@ def test_checks_a_budget_stopped_make_the_run_incomplete_not_green():
     text = render_markdown(results)
     assert text.startswith("## ⚠️") and "/ 1 not run (time budget)" in text.splitlines()[0]
     assert 'id="verification-incomplete"' in html_report(results, [])
+
+
+def test_both_figures_show_in_every_report_with_the_best_peer():
+    results = make_results()
+    shape = {"rows": 4096, "cols": 1024}
+    wall = [dict(bench("softmax", impl, shape, ms, 50.0), figure="wall", timing="wall/back-to-back/no-flush",
+                 key=f"softmax/forward/x/float16/wall/{impl}", best_peer="eager", speedup_vs_best_peer=0.012 / ms)
+            for impl, ms in (("triton", 0.024), ("eager", 0.012), ("compile", 0.031))]
+    results["benchmarks"] += wall
+    results = validate_results(results)
+    text = render_markdown(results)
+    assert "| softmax | rows=4096 cols=1024 | float16 | forward | wall | triton | 0.024 |" in text
+    assert "| 0.5× (eager) |" in text
+    page = html_report(results)
+    assert "<td rowspan=\"3\">wall</td>" in page and "0.5× (eager)" in page
+    with pytest.raises(ReportError, match="figure"):
+        validate_results({**results, "benchmarks": [dict(wall[0], figure="host")]})
