@@ -1,10 +1,15 @@
 """A/B check of the regression gate on a real GPU: does it flag a planted slowdown, and stay quiet
-on an unchanged rerun?
+on an unchanged rerun? Both figures: device time and per-call wall time.
 
-One process times the softmax kernel three times in sequence, as separate benchmark runs would:
-A (as is), A again (A/A), and B (the same kernel followed by a deliberate extra pass over its
-output, ``y.mul_(1.0)``: one more read and write of the output). The gate compares A with A and A
-with B. Writes the samples, the verdicts and the measured noise as JSON.
+Device time: one process times the softmax kernel three times in sequence, as separate benchmark
+runs would: A (as is), A again (A/A), and B (the same kernel followed by a deliberate extra pass
+over its output, ``y.mul_(1.0)``: one more read and write of the output). The gate compares A
+with A and A with B under its device rule.
+
+Per-call wall time: the same at the launch-overhead shape and at the first benchmark shape, with
+B the same kernel after 50 us of host work (a busy wait: the cost of a slow Python check on the
+hot path), judged under the wall rule. Writes the samples, the verdicts and the measured noise as
+JSON.
 
     python benchmarks/ab_gate.py OUT.json
 """
@@ -12,13 +17,16 @@ with B. Writes the samples, the verdicts and the measured noise as JSON.
 import json
 import statistics
 import sys
+import time
 
 import torch
 
-from harness.bench.runner import bench_case, timed_calls
-from harness.bench.timing import TimingPlan, iqr, time_interleaved
+from harness.bench.runner import bench_case, launch_shape, timed_calls
+from harness.bench.timing import TimingPlan, iqr, time_interleaved, time_wall, wall_batch
 from harness.registry import load_specs
-from harness.regression import decide
+from harness.regression import WALL_RULE, decide
+
+HOST_PLANT_S = 50e-6
 
 
 def main(path: str) -> None:
@@ -47,6 +55,32 @@ def main(path: str) -> None:
             "samples_ms": runs,
         })
         print(f"{dict(shape.dims)} {shape.dtype}: A/A {aa.verdict} ({aa.reason}); A/B {ab.verdict} ({ab.reason})")
+    report["wall"] = []
+
+    def host_slowed(x):
+        end = time.perf_counter() + HOST_PLANT_S
+        while time.perf_counter() < end:
+            pass
+        return kernel(x)
+
+    for shape in (launch_shape(spec), spec.perf.shapes[0]):
+        plan = TimingPlan(wall_repetitions=40)
+        cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
+        runs = {}
+        for label, fn in (("A", kernel), ("A_again", kernel), ("B_host_50us", host_slowed)):
+            calls = timed_calls(spec, {label: fn}, cases, device, "forward")
+            per_call = statistics.median(time_interleaved(calls, device, plan)[label])
+            runs[label] = time_wall(calls, device, wall_batch(per_call, plan), plan)[label]
+        aa, ab = decide(runs["A"], runs["A_again"], WALL_RULE), decide(runs["A"], runs["B_host_50us"], WALL_RULE)
+        report["wall"].append({
+            "shape": dict(shape.dims), "dtype": shape.dtype,
+            "median_ms": {k: statistics.median(v) for k, v in runs.items()},
+            "relative_iqr": {k: iqr(v) / statistics.median(v) for k, v in runs.items()},
+            "A_vs_A": {"verdict": aa.verdict, "ratio": aa.ratio, "reason": aa.reason},
+            "A_vs_B": {"verdict": ab.verdict, "ratio": ab.ratio, "reason": ab.reason},
+            "samples_ms": runs,
+        })
+        print(f"wall {dict(shape.dims)} {shape.dtype}: A/A {aa.verdict} ({aa.reason}); A/B {ab.verdict} ({ab.reason})")
     with open(path, "w") as handle:
         json.dump(report, handle, indent=1)
 

@@ -37,7 +37,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 mode=$1
 shift
@@ -113,7 +113,7 @@ case "$mode" in
     [ -d "$OUT/$name" ] && tar czf "$OUT/$name.tgz" -C "$OUT" "$name" && rm -r "$OUT/$name"
     ;;
   gate)
-    timeout 100 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
+    timeout 240 python3 benchmarks/ab_gate.py "$OUT/ab_gate.json" >> "$log" 2>&1
     echo "ab_gate rc=$?" >> "$log"
     timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -m perf -p no:xdist -p no:benchmark -q tests/test_perf.py >> "$log" 2>&1
     echo "perf gate rc=$?" >> "$log"

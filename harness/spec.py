@@ -147,12 +147,15 @@ class OptionalPeer:
 
     ``load`` imports the library and returns a callable taking the reference's arguments; an
     ``ImportError`` from it means "not installed here", and the benchmark says so, with
-    ``install`` (the command that installs it), instead of timing the peer.
+    ``install`` (the command that installs it), instead of timing the peer. ``applies``, given a
+    benchmark shape's scalars, says whether the library implements that variant of the op (a peer
+    with only the tanh form of GELU); by default every variant.
     """
 
     name: str
     load: Callable[[], Callable[..., Any]]
     install: str
+    applies: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from harness.case import torch_dtype
 
 import kernels.glu as kernel
 import references.glu as reference
+from specs import _peers
 
 _ACTIVATION = st.sampled_from(kernel.ACTIVATIONS)
 _BAD_ACTIVATIONS = ["swish", "GELU", "relu", None]
@@ -49,6 +50,7 @@ SPEC = KernelSpec(
     bad_scalars={"activation": _BAD_ACTIVATIONS},
     error_multiple=2.0,
     perf=PerfModel(
+        peers=_peers.GLU,
         bytes_moved=lambda dims, dtype: _bytes(dims, dtype, 3),  # read a, b; write the output
         backward_bytes=lambda dims, dtype: _bytes(dims, dtype, 5),  # read a, b, grad; write 2 grads
         flops=lambda dims, dtype: 20.0 * dims["rows"] * dims["cols"],

@@ -6,7 +6,7 @@ from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
 
 import kernels.layer_norm as kernel
 import references.layer_norm as reference
-from specs import _norm
+from specs import _norm, _peers
 
 
 def _triton(x, weight, bias, eps, affine):
@@ -52,6 +52,7 @@ SPEC = KernelSpec(
     bad_scalars={"eps": _norm.BAD_EPS},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
+        peers=_peers.LAYER_NORM,
         # Forward: read x, write y (weight and bias: one row each). Backward: read x and dy, write
         # dx (the saved statistics are 12 bytes per row), dweight and dbias.
         bytes_moved=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=2, vectors=2),

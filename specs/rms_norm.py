@@ -6,7 +6,7 @@ from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
 
 import kernels.rms_norm as kernel
 import references.rms_norm as reference
-from specs import _norm
+from specs import _norm, _peers
 
 # Which scale a call passes: a weight used as is, a weight stored as an offset from one (Gemma's
 # ``1 + weight``), or none.
@@ -66,6 +66,7 @@ SPEC = KernelSpec(
     bad_scalars={"eps": _norm.BAD_EPS, "weight_offset": [float("nan"), float("inf")]},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
+        peers=_peers.RMS_NORM,
         # Forward: read x, write y (the weight: one row). Backward: read x and dy, write dx (the
         # saved 1/rms is a few bytes per row) and dweight.
         bytes_moved=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=2, vectors=1),

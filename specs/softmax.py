@@ -5,6 +5,7 @@ from harness.case import torch_dtype
 
 import kernels.softmax as kernel
 import references.softmax as reference
+from specs import _peers
 
 
 def _io_bytes(dims, dtype, passes):
@@ -48,6 +49,7 @@ SPEC = KernelSpec(
     gradient_error_multiple={"float32": 4.0, "float64": 4.0, "float16": 8.0, "bfloat16": 8.0},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
+        peers=_peers.SOFTMAX,
         bytes_moved=lambda dims, dtype: _io_bytes(dims, dtype, passes=2),
         backward_bytes=lambda dims, dtype: _io_bytes(dims, dtype, passes=3),
         flops=lambda dims, dtype: 5.0 * dims["rows"] * dims["cols"],

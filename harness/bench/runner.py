@@ -77,8 +77,10 @@ def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
                 grad_layout="contiguous", grad_seed=seed)
 
 
-def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, Callable], dict[str, str]]:
-    """Implementations that can run here, the spec's peers, and eager and torch.compile of the reference."""
+def bench_callables(spec: KernelSpec, device: torch.device,
+                    shape: BenchShape | None = None) -> tuple[dict[str, Callable], dict[str, str]]:
+    """Implementations that can run here, the spec's peers (those that implement ``shape``'s
+    variant), and eager and torch.compile of the reference; and why any other could not run."""
     fns: dict[str, Callable] = {}
     skipped: dict[str, str] = {}
     for name, impl in spec.implementations.items():
@@ -88,6 +90,9 @@ def bench_callables(spec: KernelSpec, device: torch.device) -> tuple[dict[str, C
         else:
             fns[name] = impl.load()
     for name, peer in (spec.perf.peers if spec.perf is not None else {}).items():
+        applies = getattr(peer, "applies", None)
+        if shape is not None and applies is not None and not applies(shape.scalars):
+            continue
         try:
             fns[name] = peer_callable(peer)
         except PeerUnavailable as exc:
@@ -265,7 +270,7 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
     """Both passes of one benchmark shape, both figures; progress lines say where the time went.
     Peers that cannot run here are added to ``unavailable`` with the reason."""
     records: list[dict] = []
-    fns, skipped = bench_callables(spec, device)
+    fns, skipped = bench_callables(spec, device, shape)
     if unavailable is not None:
         unavailable.update((name, why) for name, why in skipped.items() if name in spec.perf.peers)
     for pass_ in PASSES:

@@ -307,7 +307,8 @@ def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
                           errors=errors, not_run=not_run)
     assert {r["shape"]["rows"] for r in stop.value.records} == {3}
     assert errors == ["softmax {'rows': 2, 'cols': 24} float32: interrupted"]
-    assert not_run == ["softmax {'rows': 2, 'cols': 24} float32", "softmax {'rows': 1, 'cols': 1} float32"]
+    shapes_not_run = [line for line in not_run if " peer " not in line]  # Liger, where it is not installed
+    assert shapes_not_run == ["softmax {'rows': 2, 'cols': 24} float32", "softmax {'rows': 1, 'cols': 1} float32"]
 
 
 def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_limit(monkeypatch):
