@@ -119,9 +119,12 @@ class Rule:
 DEFAULT_RULE = Rule()
 # Per-call wall time (harness.bench.timing.time_wall) includes the host: Python, the allocator and
 # the driver, on CPUs that other processes share. Its run-to-run drift is that of a host, not of
-# a GPU's clocks, so the minimum effect is wider; a host-side regression that matters (tens of
-# microseconds on a call of tens) is many times larger. benchmarks/ab_gate.py checks both on a GPU.
-WALL_MIN_EFFECT = 0.05
+# a GPU's clocks, and the references do not always share it: on the H200 host of
+# benchmarks/results/2026-11-27-h200-14 the unchanged softmax kernel's host-bound wall time moved
+# 15.5% between two runs in one process while eager, device-bound there, moved 0.1%. The minimum
+# effect sits above that; a host-side regression that matters is far larger (50 us of planted
+# host work: +104% and +119% in the same runs). benchmarks/ab_gate.py checks both on a GPU.
+WALL_MIN_EFFECT = 0.25
 WALL_RULE = Rule(min_effect=WALL_MIN_EFFECT)
 
 
