@@ -187,7 +187,8 @@ def speedup_table(benchmarks: list[dict]) -> Table:
     for b in benchmarks:
         shape = "x".join(str(v) for v in b["shape"].values())
         fmt = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
-        best = "" if b.get("speedup_vs_best_peer") is None else f"{b['speedup_vs_best_peer']:.2f} ({b['best_peer']})"
+        best = "" if b.get("speedup_vs_best_peer") is None else (
+            f"{b['speedup_vs_best_peer']:.2f} ({b['best_peer']}{', ' + b['vs_best_peer'] if b.get('vs_best_peer') else ''})")
         table.add_row(b["spec"], b["pass"], shape, b["dtype"], b.get("figure", "device"), b["implementation"],
                       f"{b['median_ms']:.4f}", fmt(b["speedup_vs_eager"], ".2f"), fmt(b["speedup_vs_compile"], ".2f"),
                       best, fmt(b["gbps"], ".0f"),

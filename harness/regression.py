@@ -266,6 +266,22 @@ def decide(
     return Verdict("unchanged", ratio, low, high, p, nb, nc, f"{head}: {why}")
 
 
+SPEEDUP_VERDICTS = ("faster", "tie", "slower")
+
+
+def speedup(ours: Sequence[float], peer: Sequence[float], rule: Rule = DEFAULT_RULE) -> tuple[float, float, float, str]:
+    """How much faster ``ours`` is than ``peer`` (timings of one benchmark, taken side by side):
+    (median(peer) / median(ours), the bootstrap interval of that ratio at ``rule.confidence``,
+    and "faster" where the whole interval lies above 1, "slower" where it lies below, else "tie").
+    A tie is stated as a tie, never claimed as a win."""
+    a, b = _as_samples(ours, "ours"), _as_samples(peer, "peer")
+    ratio = float(np.median(b) / np.median(a))
+    if min(a.size, b.size) < rule.min_samples:
+        return ratio, float("nan"), float("nan"), "tie"
+    low, high = _bootstrap_ratio_interval(a, b, rule)
+    return ratio, low, high, "faster" if low > 1.0 else "slower" if high < 1.0 else "tie"
+
+
 def reference_drift(ratios: Mapping[str, float]) -> tuple[float | None, str]:
     """The machine's drift in this run from the references' median ratios (implementation ->
     median(current) / median(baseline)): their geometric mean, or None when there are none, one

@@ -16,6 +16,7 @@ results-file schema.
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import threading
 import time
@@ -33,6 +34,7 @@ from harness.case import Case, TensorRecipe
 from harness.checks import as_outputs, prepare, run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
+from harness.regression import speedup
 from harness.runner import skip_reason
 from harness.spec import BATCH, PASSES, REFERENCE_IMPLEMENTATIONS, BenchShape, Dim, KernelSpec
 from harness.values import drawn_on
@@ -165,6 +167,10 @@ def same_size_copy(nbytes: float, device: torch.device) -> Callable[[int], objec
     src = torch.empty(half, dtype=torch.uint8, device=device).fill_(1)
     dst = torch.empty_like(src)
     return lambda i: dst.copy_(src)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -323,13 +329,16 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
                     rechecks: dict[str, tuple[str, str | None]], *, pass_: str, nbytes: float, flops: float,
                     roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool) -> list[dict]:
     """One record per implementation for one figure of one pass of one shape. ``best_peer`` names
-    the fastest context implementation (eager, compile or a peer) in this figure, and
-    ``speedup_vs_best_peer`` is its median over this one's."""
+    the fastest context implementation (eager, compile or a peer) in this figure;
+    ``speedup_vs_best_peer`` is its median over this one's, with the bootstrap interval of that
+    ratio and its reading (``vs_best_peer``: "faster" only where the whole interval lies above 1,
+    "tie" where it straddles 1: ``harness.regression.speedup``)."""
     medians = {n: median(t) for n, t in samples.items()}
     context = {n: m for n, m in medians.items() if _context(spec, n)}
     best = min(context, key=context.get) if context else None
     records = []
     for name, times in samples.items():
+        _, low, high, reading = speedup(times, samples[best]) if best else (None, None, None, None)
         recheck, detail = rechecks.get(name, ("n/a", None))
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
@@ -349,6 +358,7 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             "speedup_vs_eager": _ratio(medians.get("eager"), ms),
             "speedup_vs_compile": _ratio(medians.get("compile"), ms),
             "best_peer": best, "speedup_vs_best_peer": _ratio(context.get(best), ms),
+            "vs_best_peer": reading, "speedup_vs_best_peer_ci": [_finite(low), _finite(high)] if best else None,
             "recheck": recheck,
             **({"recheck_detail": detail} if detail else {}),
             **({"peer": True} if name in spec.perf.peers else {}),

@@ -267,7 +267,8 @@ def _speedups(results: Mapping) -> list[dict]:
                 "vs_compile": format_number(b["speedup_vs_compile"], 3, "×"),
                 "vs_compile_class": _speedup_class(b["speedup_vs_compile"]),
                 "vs_best": format_number(b.get("speedup_vs_best_peer"), 3, "×")
-                + (f" ({b['best_peer']})" if b.get("best_peer") else ""),
+                + (f" ({b['best_peer']}" + (f", {b['vs_best_peer']}" if b.get("vs_best_peer") else "") + ")"
+                   if b.get("best_peer") else ""),
                 "vs_best_class": _speedup_class(b.get("speedup_vs_best_peer")),
                 "gbps": format_number(b["gbps"]),
                 "pct_copy": format_number(b["pct_copy_bw"], 3, "%"),

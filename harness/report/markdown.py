@@ -131,7 +131,8 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
             lines += ["", "### Speed-ups", ""]
             lines += ["Two figures: **device** time (CUDA events, L2 flushed, the host hidden) and per-call "
                       "**wall** time (back-to-back calls, host included). \"vs best peer\" divides the fastest of "
-                      "eager, compile and the spec's peers by this time.", ""]
+                      "eager, compile and the spec's peers by this time; \"faster\" or \"slower\" only where "
+                      "the ratio's whole 95% interval lies past 1, else \"tie\".", ""]
             lines += _table(("Kernel", "Shape", "dtype", "Pass", "Figure", "Implementation", "Median ms", "vs eager",
                              "vs compile", "vs best peer", "% copy BW", "% same-size copy"), rows, MAX_SPEEDUPS,
                             "benchmarks")
@@ -139,10 +140,12 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
 
 
 def _best_peer(bench: Mapping) -> str:
-    """``0.93× (eager)``: the speed-up against the fastest context implementation, named."""
+    """``0.93× (eager, slower)``: the speed-up against the fastest context implementation, named,
+    with what its 95% interval says (a tie is a tie)."""
     if bench.get("speedup_vs_best_peer") is None:
         return "—"
-    return f"{_speedup(bench['speedup_vs_best_peer'])} ({bench['best_peer']})"
+    reading = f", {bench['vs_best_peer']}" if bench.get("vs_best_peer") else ""
+    return f"{_speedup(bench['speedup_vs_best_peer'])} ({bench['best_peer']}{reading})"
 
 
 def write_markdown(results: Mapping, path: str | os.PathLike, history: Sequence[Mapping] | None = None) -> None:

@@ -59,6 +59,8 @@ _BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT
                        # device time or per-call wall time (absent: device), the fastest of eager,
                        # compile and the peers in that figure, and whether the shape is the tiny one
                        "figure": FIGURES, "best_peer": _OPT_STR, "speedup_vs_best_peer": _OPT_NUM,
+                       # "faster" only where the ratio's whole 95% interval lies above 1 (regression.speedup)
+                       "vs_best_peer": ("faster", "tie", "slower", None), "speedup_vs_best_peer_ci": "interval|null",
                        "launch_overhead": bool}
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
@@ -89,6 +91,10 @@ def _type_problem(value: Any, expected: Any) -> str | None:
         return None if ok else f"is {value!r}, expected an integer or null"
     if expected == _OPT_STR:
         return None if value is None or isinstance(value, str) else f"is {value!r}, expected a string or null"
+    if expected == "interval|null":  # [low, high], each a number or null
+        ok = value is None or (isinstance(value, list) and len(value) == 2
+                               and all(v is None or _is_number(v) for v in value))
+        return None if ok else f"is {value!r:.60}, expected [low, high] or null"
     if expected == "object|null":
         return None if value is None or isinstance(value, dict) else f"is {value!r}, expected an object or null"
     if expected == "time":

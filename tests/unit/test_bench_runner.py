@@ -96,6 +96,8 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
     assert device["speedup_vs_eager"] > 1.9 and device["key"].startswith(f"{name}/forward/")
     assert device["speedup_vs_best_peer"] == device["speedup_vs_eager"]
     assert wall["speedup_vs_best_peer"] == pytest.approx(2.145 / 3.0)  # slower per call: below 1
+    assert (device["vs_best_peer"], wall["vs_best_peer"]) == ("faster", "slower")
+    assert wall["speedup_vs_best_peer_ci"][1] < 1.0 < device["speedup_vs_best_peer_ci"][0]
     assert "wall" in fake_clock
 
 

@@ -133,3 +133,15 @@ def test_compare_records_reports_missing_baselines_as_insufficient():
     assert set(verdicts) == {"a", "new"}
     assert verdicts["a"].verdict == "unchanged"
     assert verdicts["new"].verdict == "insufficient-data" and verdicts["new"].n_baseline == 0
+
+
+def test_a_speedup_is_a_win_only_where_its_whole_interval_clears_one():
+    from harness.regression import speedup
+
+    rng = np.random.default_rng(3)
+    base = 1.0 + 0.02 * rng.standard_normal(40)
+    assert speedup(base, base * 1.10)[3] == "faster"  # the peer 10% slower: ours is faster
+    assert speedup(base, base / 1.10)[3] == "slower"
+    ratio, low, high, reading = speedup(base, base * 1.003)  # 0.3% apart, within the noise
+    assert reading == "tie" and low < 1.0 < high and ratio > 1.0  # a tie, though the point estimate is above 1
+    assert speedup(base[:5], base[:5] * 2)[3] == "tie"  # too few samples to claim anything

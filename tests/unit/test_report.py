@@ -330,14 +330,17 @@ def test_both_figures_show_in_every_report_with_the_best_peer():
     results = make_results()
     shape = {"rows": 4096, "cols": 1024}
     wall = [dict(bench("softmax", impl, shape, ms, 50.0), figure="wall", timing="wall/back-to-back/no-flush",
-                 key=f"softmax/forward/x/float16/wall/{impl}", best_peer="eager", speedup_vs_best_peer=0.012 / ms)
+                 key=f"softmax/forward/x/float16/wall/{impl}", best_peer="eager", speedup_vs_best_peer=0.012 / ms,
+                 vs_best_peer="slower" if impl == "triton" else "tie", speedup_vs_best_peer_ci=[0.4, 0.6])
             for impl, ms in (("triton", 0.024), ("eager", 0.012), ("compile", 0.031))]
     results["benchmarks"] += wall
     results = validate_results(results)
     text = render_markdown(results)
     assert "| softmax | rows=4096 cols=1024 | float16 | forward | wall | triton | 0.024 |" in text
-    assert "| 0.5× (eager) |" in text
+    assert "| 0.5× (eager, slower) |" in text
     page = html_report(results)
-    assert "<td rowspan=\"3\">wall</td>" in page and "0.5× (eager)" in page
+    assert "<td rowspan=\"3\">wall</td>" in page and "0.5× (eager, slower)" in page
     with pytest.raises(ReportError, match="figure"):
         validate_results({**results, "benchmarks": [dict(wall[0], figure="host")]})
+    with pytest.raises(ReportError, match="speedup_vs_best_peer_ci"):
+        validate_results({**results, "benchmarks": [dict(wall[0], speedup_vs_best_peer_ci=[0.4])]})
