@@ -75,29 +75,57 @@ def _cell(outcome) -> str:
     return text
 
 
-def outcome_tables(outcomes) -> list[Table]:
-    """One table per kernel: rows implementation x dtype, columns checks, cells status + worst score."""
+WIDE_TABLE_COLUMNS = 120  # below this console width, the tables turn: one row per check
+
+
+def outcome_tables(outcomes, width: int | None = None) -> list[Table]:
+    """Tables of check outcomes, cells status + worst score. On a console of ``WIDE_TABLE_COLUMNS``
+    or more: one per kernel, rows implementation x dtype, columns checks. Narrower (an 80-column
+    terminal): one per kernel and implementation, rows checks, columns dtypes, so that nothing is
+    cut."""
+    width = console.width if width is None else width
     tables = []
     for spec_name in dict.fromkeys(o.spec for o in outcomes):
         mine = [o for o in outcomes if o.spec == spec_name]
         checks = list(dict.fromkeys(o.check for o in mine))
-        table = Table(title=f"{spec_name}  (cells: status and worst numerics score = kernel error / eager error)")
-        table.add_column("implementation")
-        table.add_column("dtype")
-        for c in checks:
-            table.add_column(c, justify="center")
-        table.add_column("time", justify="right")
-        for impl, dtype in dict.fromkeys((o.implementation, o.dtype) for o in mine):
-            row = {o.check: o for o in mine if o.implementation == impl and o.dtype == dtype}
-            seconds = sum(o.seconds for o in row.values())
-            table.add_row(impl, dtype, *(_cell(row[c]) if c in row else "" for c in checks), f"{seconds:.1f}s")
+        variants = list(dict.fromkeys((o.implementation, o.dtype) for o in mine))
+        cells = {(o.implementation, o.dtype, o.check): o for o in mine}
+        seconds = {v: sum(o.seconds for o in mine if (o.implementation, o.dtype) == v) for v in variants}
+        if width >= WIDE_TABLE_COLUMNS:
+            table = Table(title=f"{spec_name}  (cells: status and worst numerics score = kernel error / eager error)")
+            table.add_column("implementation")
+            table.add_column("dtype")
+            for c in checks:
+                table.add_column(c, justify="center")
+            table.add_column("time", justify="right")
+            for impl, dtype in variants:
+                table.add_row(impl, dtype, *(_cell(cells[impl, dtype, c]) if (impl, dtype, c) in cells else ""
+                                             for c in checks), f"{seconds[impl, dtype]:.1f}s")
+        else:
+            for impl in dict.fromkeys(i for i, _ in variants):
+                dtypes = [d for i, d in variants if i == impl]
+                table = Table(title=f"{spec_name} [{impl}] (status, worst score = kernel error / eager's)")
+                table.add_column("check", no_wrap=True)
+                for dtype in dtypes:
+                    table.add_column(dtype, justify="center", no_wrap=True)
+                for c in checks:
+                    table.add_row(c, *(_cell(cells[impl, d, c]) if (impl, d, c) in cells else "" for d in dtypes))
+                table.add_row("time", *(f"{seconds[impl, d]:.1f}s" for d in dtypes))
+                tables.append(table)
+            continue
         tables.append(table)
     return tables
 
 
+# Exit codes of harness check and harness nightly: 0 finished and green; 1 a check failed, a
+# benchmark regressed or raised; 2 bad usage or input; 3 nothing failed, but the run did not finish
+# (a time budget ran out, or SIGTERM / Ctrl-C stopped it): its reports cover what finished.
+EXIT_FAILED, EXIT_USAGE, EXIT_INCOMPLETE = 1, 2, 3
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from harness.io import atomic_write_text
-    from harness.results import verify
+    from harness.results import VerificationInterrupted, verify
     from harness.runner import property_runs
 
     configure_backend()
@@ -111,17 +139,26 @@ def cmd_check(args: argparse.Namespace) -> int:
                                _csv(args.checks) or None)
     ]
     console.print(f"harness check: {len(runs)} properties on {describe(device)}, profile {profile!r}")
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=len(runs))
-
-        def started(run) -> None:
-            progress.update(task, description=run.label, completed=runs.index(run))
-
-        seed = args.seed if args.seed is not None else profiles.seed_from_env()
-        outcomes = verify(runs, seed=seed, on_start=started)
-        progress.update(task, completed=len(runs))
+    seed = args.seed if args.seed is not None else profiles.seed_from_env()
+    interrupted = False
+    if console.is_terminal:
+        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task("starting", total=len(runs))
+            try:
+                outcomes = verify(runs, seed=seed,
+                                  on_start=lambda run: progress.update(task, description=run.label,
+                                                                       completed=runs.index(run)))
+            except VerificationInterrupted as stop:
+                outcomes, interrupted = stop.outcomes, True
+            progress.update(task, completed=len(runs))
+    else:  # a CI log: one line as each property starts, flushed, instead of a progress bar
+        show = _progress_printer()
+        try:
+            outcomes = verify(runs, seed=seed, on_start=lambda run: show(f"[{runs.index(run) + 1}/{len(runs)}] {run.label}"))
+        except VerificationInterrupted as stop:
+            outcomes, interrupted = stop.outcomes, True
     for table in outcome_tables(outcomes):
         console.print(table)
     bad = [o for o in outcomes if not o.ok]
@@ -133,7 +170,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         atomic_write_text(args.json, json.dumps(payload, indent=2))
     console.print(f"{sum(o.status == 'passed' for o in outcomes)} passed, {len(bad)} failed, "
                   f"{sum(o.status == 'skipped' for o in outcomes)} skipped")
-    return 1 if bad else 0
+    if interrupted:
+        console.print("[yellow]interrupted:[/yellow] the properties not finished are reported as skipped")
+    return EXIT_FAILED if bad else EXIT_INCOMPLETE if interrupted else 0
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -175,6 +214,7 @@ def _progress_printer():
         # escaped: labels such as "add_mul_act[cuda]" are not rich markup (unescaped, the
         # implementation's name vanished from the line)
         console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {escape(message)}", markup=True)
+        sys.stdout.flush()  # a CI log shows each line as it happens, not at exit
 
     return show
 
@@ -245,7 +285,7 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         shape_timeout_s=args.shape_timeout,
         progress=_progress_printer(),
     )
-    from harness.results import UNFINISHED_PREFIX, Outcome
+    from harness.results import Outcome
 
     outcomes = [Outcome(**o) for o in results["verification"]]
     for table in outcome_tables(outcomes):
@@ -256,15 +296,16 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     if results.get("baseline_update_error"):
         console.print(f"[red]baseline not recorded:[/red] {results['baseline_update_error']}")
     console.print(f"reports written to {out}/ (report.html, summary.md, junit.xml, results.json)")
-    unfinished = [o for o in outcomes if o.status == "skipped" and o.message.startswith(UNFINISHED_PREFIX)]
-    if unfinished:
-        console.print(f"[yellow]verification incomplete:[/yellow] the time budget ran out before "
-                      f"{len(unfinished)} check(s) finished (reported as skipped)")
+    if results.get("incomplete"):
+        console.print(f"[yellow]run incomplete:[/yellow] {escape(results['incomplete'])} "
+                      f"(exit code {EXIT_INCOMPLETE} unless something failed)")
     bad = [o for o in outcomes if not o.ok]
     regressions = [r for r in results["regressions"] if r["verdict"] == "regression"]
     for error in results.get("benchmark_errors") or []:
         console.print(f"[red]benchmark error:[/red] {escape(error)}")
-    return 1 if bad or regressions or results.get("benchmark_errors") else 0
+    if bad or regressions or results.get("benchmark_errors"):
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if results.get("incomplete") else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
 from harness.parallel import RunKey, verify_parallel
 from harness.regression import decide, reference_drift, rule_for
-from harness.results import verify
+from harness.results import INTERRUPTED_MESSAGE, UNFINISHED_PREFIX, SKIPPED, Outcome, VerificationInterrupted, verify
 from harness.runner import property_runs
 from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec, is_context
 
@@ -97,11 +97,20 @@ def verify_specs(specs: dict[str, KernelSpec], device: torch.device, seed: int |
     if deadline_s is not None:
         raise ValueError("a verification time budget needs worker processes (jobs)")
     outcomes, cost = [], {}
-    for spec in specs.values():
+    names = list(specs)
+    for index, spec in enumerate(specs.values()):
         runs = property_runs(spec, device, max_examples=max_examples)
         start = time.perf_counter()
-        with count_compilations() as compiled:
-            outcomes += verify(runs, seed=seed, on_start=lambda r: progress(f"verify {r.label}"))
+        try:
+            with count_compilations() as compiled:
+                outcomes += verify(runs, seed=seed, on_start=lambda r: progress(f"verify {r.label}"))
+        except VerificationInterrupted as stop:  # every later spec's checks are unfinished too
+            rest = [r for name in names[index + 1:] for r in property_runs(specs[name], device, max_examples=max_examples)]
+            outcomes += stop.outcomes + [Outcome(spec=r.spec.name, implementation=r.implementation, dtype=r.dtype,
+                                                 check=r.check, status=SKIPPED, message=INTERRUPTED_MESSAGE)
+                                         for r in rest]
+            cost[spec.name] = {"seconds": time.perf_counter() - start, "compilations": None}
+            raise VerificationInterrupted(outcomes, cost) from None
         cost[spec.name] = {
             "seconds": time.perf_counter() - start,
             "compilations": sum(compiled.values()) if on_gpu(device) else None,
@@ -174,6 +183,7 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
     benchmarks: list[dict] = []
     not_benchmarked: list[str] = []
     errors: list[str] = []
+    interrupted = False
     for spec in specs.values():
         try:
             benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan,
@@ -182,6 +192,7 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
         except BenchInterrupted as stop:  # keep what was measured; list the rest as not benchmarked
             benchmarks += stop.records
             until = time.monotonic()
+            interrupted = True
             progress("benchmarks interrupted: writing what was measured")
     store = BaselineStore(baselines)
     versions = software()
@@ -200,7 +211,7 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
             update_error = str(exc)
     return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
             "baseline_update_error": update_error, "not_benchmarked": not_benchmarked, "benchmark_errors": errors,
-            "compile_warmup": warmup}
+            "compile_warmup": warmup, "bench_interrupted": interrupted}
 
 
 def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
@@ -221,15 +232,22 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
     profiles.load(profile)
     examples = max_examples or profiles.max_examples_from_env()  # the run says which count it used
     run = run_info(device, profile + (f" (max {examples} examples)" if examples else ""), shard)
-    outcomes, cost = verify_specs(specs, device, seed, progress, max_examples, profile=profile, jobs=jobs,
-                                  deadline_s=verify_deadline_s)
+    incomplete = None
+    try:
+        outcomes, cost = verify_specs(specs, device, seed, progress, max_examples, profile=profile, jobs=jobs,
+                                      deadline_s=verify_deadline_s)
+    except VerificationInterrupted as stop:  # keep what finished; benchmark nothing; write every report
+        outcomes, cost, incomplete = stop.outcomes, stop.cost, "interrupted during verification (SIGTERM or Ctrl-C)"
+        progress("verification interrupted: writing the reports with what finished")
     results = {
         "schema": RESULTS_SCHEMA, "version": RESULTS_VERSION, "run": run,
         "verification": [o.to_json() for o in outcomes], "verification_cost": cost,
         "performance_measured": False, "roofline": None, "benchmarks": [], "regressions": [],
         "performance_note": "",
     }
-    if not on_gpu(device):
+    if incomplete:
+        results["performance_note"] = "the run was interrupted before the benchmarks: performance was not measured"
+    elif not on_gpu(device):
         results["performance_note"] = "no GPU: performance was not measured (verification ran in the Triton interpreter)"
     elif not bench:
         results["performance_note"] = "benchmarks were not requested (--no-bench): performance was not measured"
@@ -240,9 +258,16 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
         results["performance_note"] = "quick benchmark subset" if quick else "full benchmark sweep"
         if results["benchmark_errors"]:
             results["performance_note"] += f"; {len(results['benchmark_errors'])} shape(s) raised (listed)"
-        if results["not_benchmarked"]:
+        if results.pop("bench_interrupted"):
+            incomplete = "interrupted during the benchmarks (SIGTERM or Ctrl-C)"
+            results["performance_note"] += f"; {incomplete}: the shapes not measured are listed"
+        elif results["not_benchmarked"] and bench_budget_s is not None:
             results["performance_note"] += (f"; the benchmark time budget of {bench_budget_s:g} s ran out "
                                              f"before {len(results['not_benchmarked'])} shape(s) started")
+    unfinished = sum(o.status == SKIPPED and o.message.startswith(UNFINISHED_PREFIX) for o in outcomes)
+    if incomplete is None and unfinished:
+        incomplete = f"the verification time budget ran out before {unfinished} check(s) finished"
+    results["incomplete"] = incomplete
     run["finished"] = _now()
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1))

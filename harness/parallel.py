@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from harness.device import share_cpu
 from harness.errors import describe_exception
-from harness.results import FAILED, SKIPPED, UNFINISHED_PREFIX, Outcome
+from harness.results import BUDGET_MESSAGE, FAILED, INTERRUPTED_MESSAGE, SKIPPED, Outcome, VerificationInterrupted
 
 # Scheduling order: the checks that prove equivalence first.
 _CHECK_PRIORITY = ("forward", "backward", "dropout", "gradcheck", "unwritten", "guards", "determinism", "contract")
@@ -191,7 +191,8 @@ class _Worker:
 def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
               on_done: Callable[[int, Any], None] | None = None) -> dict[int, Any]:
     """Run ``tasks`` (in this order) in ``jobs`` processes; return their results by position.
-    Tasks cut off by ``deadline_s`` (seconds from now) are missing from the result.
+    Tasks cut off by ``deadline_s`` (seconds from now) are missing from the result. An interrupt
+    stops the workers as the deadline does and raises ``TasksInterrupted`` with what was collected.
 
     Each worker is a plain process with a pipe of its own, over which the parent hands it one
     task at a time, so the parent always knows what every worker is running. A worker that dies
@@ -257,6 +258,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
     for slot in range(min(jobs, len(tasks))):
         start(slot)
     began = time.monotonic()
+    interrupted = False
     try:
         while len(done) < len(tasks):
             remaining = None if deadline_s is None else deadline_s - (time.monotonic() - began)
@@ -274,13 +276,25 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
                         retire(worker)
                         if pending:
                             start(worker.slot)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM where the CLI turns it into one
+        interrupted = True
     finally:
         for worker in workers:  # results sent before the deadline still count
             collect(worker, more=False)
         _stop([w.process for w in workers])
         for worker in workers:  # nothing is read after the stop: see _interrupt_on_sigterm
             worker.conn.close()
+    if interrupted:
+        raise TasksInterrupted(done)
     return done
+
+
+class TasksInterrupted(KeyboardInterrupt):
+    """``run_tasks`` stopped by an interrupt; ``done`` holds the results collected before it."""
+
+    def __init__(self, done: dict[int, Any]):
+        super().__init__("tasks interrupted")
+        self.done = done
 
 
 def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int | None = None,
@@ -297,7 +311,12 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         if on_done:
             on_done(ordered[position], Outcome(**result[0]))
 
-    results = run_tasks(tasks, jobs, deadline_s, on_done=report)
+    try:
+        results, unfinished = run_tasks(tasks, jobs, deadline_s, on_done=report), None
+    except TasksInterrupted as stop:
+        results, unfinished = stop.done, INTERRUPTED_MESSAGE
+    if unfinished is None and deadline_s is not None:
+        unfinished = BUDGET_MESSAGE.format(budget=deadline_s)
     done = {ordered[position]: (Outcome(**data), compiled) for position, (data, compiled) in results.items()}
     outcomes, cost = [], {}
     for key in keys:
@@ -306,11 +325,13 @@ def verify_parallel(keys: Sequence[RunKey], jobs: int, profile: str, seed: int |
         else:
             outcome, compiled = Outcome(
                 spec=key.spec, implementation=key.implementation, dtype=key.dtype, check=key.check, status=SKIPPED,
-                message=f"{UNFINISHED_PREFIX} of {deadline_s:g} s ran out before this check finished",
+                message=unfinished or "",
             ), None
         outcomes.append(outcome)
         entry = cost.setdefault(key.spec, {"seconds": 0.0, "compilations": None})
         entry["seconds"] += outcome.seconds
         if compiled is not None:
             entry["compilations"] = (entry["compilations"] or 0) + compiled
+    if unfinished == INTERRUPTED_MESSAGE:
+        raise VerificationInterrupted(outcomes, cost)
     return outcomes, cost

@@ -16,7 +16,20 @@ from harness.runner import CheckFailure, PropertyRun, skip_reason
 PASSED, FAILED, SKIPPED, XFAILED, XPASSED = "passed", "failed", "skipped", "xfailed", "xpassed"
 # The message of a check a verification time budget stopped (skipped, but not for a reason a user
 # accepts: the reports call such a run incomplete rather than green).
-UNFINISHED_PREFIX = "not run: the verification time budget"
+# Checks a run did not finish are skipped with a message that starts with this: the verification
+# time budget ran out, or the run was interrupted (SIGTERM, Ctrl-C).
+UNFINISHED_PREFIX = "not run: the "
+BUDGET_MESSAGE = "not run: the verification time budget of {budget:g} s ran out before this check finished"
+INTERRUPTED_MESSAGE = "not run: the run was interrupted (SIGTERM or Ctrl-C) before this check finished"
+
+
+class VerificationInterrupted(KeyboardInterrupt):
+    """Verification stopped by an interrupt; ``outcomes`` holds every check, those not finished
+    skipped with ``INTERRUPTED_MESSAGE``, and ``cost`` what the finished ones cost."""
+
+    def __init__(self, outcomes: list, cost: dict):
+        super().__init__("verification interrupted")
+        self.outcomes, self.cost = outcomes, cost
 
 
 @dataclass
@@ -47,9 +60,11 @@ class Outcome:
 
 def verify(runs: Iterable[PropertyRun], seed: int | None = None,
            on_start: Callable[[PropertyRun], None] | None = None) -> list[Outcome]:
-    """Run each property and classify it; never raises for a kernel's failure."""
+    """Run each property and classify it; never raises for a kernel's failure. An interrupt raises
+    ``VerificationInterrupted`` with every run's outcome, the unfinished ones skipped."""
     outcomes = []
-    for run in runs:
+    runs = list(runs)
+    for index, run in enumerate(runs):
         if on_start:
             on_start(run)
         base = dict(spec=run.spec.name, implementation=run.implementation, dtype=run.dtype, check=run.check)
@@ -60,6 +75,10 @@ def verify(runs: Iterable[PropertyRun], seed: int | None = None,
         known = run.spec.known_failure(run.implementation, run.dtype, run.check)
         try:
             run.run(force_seed=seed)
+        except KeyboardInterrupt:
+            outcomes += [Outcome(spec=r.spec.name, implementation=r.implementation, dtype=r.dtype, check=r.check,
+                                 status=SKIPPED, message=INTERRUPTED_MESSAGE) for r in runs[index:]]
+            raise VerificationInterrupted(outcomes, {}) from None
         except CheckFailure as failure:
             status = XFAILED if known else FAILED
             message = f"known failure: {known.reason}\n{failure}" if known else str(failure)

@@ -364,6 +364,7 @@ def report_context(results: Mapping, history: Sequence[Mapping] | None = None) -
         "not_benchmarked": results.get("not_benchmarked") or [],
         "benchmark_errors": results.get("benchmark_errors") or [],
         "performance_note": results["performance_note"] or "no reason given",
+        "incomplete": results.get("incomplete"),
         "roofline": None if roofline is None else {"copy_gbps": format_number(roofline["copy_gbps"]),
                                                    "matmul_tflops": format_number(roofline["matmul_tflops"])},
         "speedups": _speedups(results) if measured else [],

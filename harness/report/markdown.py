@@ -68,11 +68,13 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
     run, summary = results["run"], summarize(results)
     red = summary["failed"] or summary["xpassed"] or summary["regressions"]
     regressions = summary["regressions"]
-    icon = "❌" if red else "⚠️" if summary["unfinished"] else "✅"
+    incomplete = results.get("incomplete")
+    icon = "❌" if red else "⚠️" if summary["unfinished"] or incomplete else "✅"
     lines = [
         f"## {icon} Harness `{_cell(run['id'])}`: {summary['passed']} passed / "
         f"{summary['failed']} failed / {regressions} regression{'s' if regressions != 1 else ''}"
-        + (f" / {summary['unfinished']} not run (time budget)" if summary["unfinished"] else ""),
+        + (f" / {summary['unfinished']} not run" if summary["unfinished"] else "")
+        + (" (INCOMPLETE)" if incomplete else ""),
         "",
         " · ".join(_cell(x) for x in (
             run["device"], f"torch {run['torch']}", f"triton {run['triton']}",
@@ -84,6 +86,9 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         f"{summary['xpassed']} xpassed, {summary['improvements']} improvement"
         f"{'s' if summary['improvements'] != 1 else ''}.",
     ]
+    if incomplete:
+        lines += ["", f"> ⚠️ **This run is incomplete:** {_cell(incomplete)}. What finished is reported; "
+                      "what did not is listed as not run."]
     previous = _previous(results, history)
     if previous:
         was = previous["summary"]

@@ -71,7 +71,9 @@ _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verif
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,
         "regressions": list}
 # benchmark shapes a --bench-budget left out, and shapes whose benchmark raised ("label: error")
-_TOP_OPTIONAL = {"not_benchmarked": list, "benchmark_errors": list}
+_TOP_OPTIONAL = {"not_benchmarked": list, "benchmark_errors": list,
+                 # why the run did not finish (a time budget, an interrupt), or null: finished
+                 "incomplete": _OPT_STR}
 
 
 def _is_number(value: Any) -> bool:

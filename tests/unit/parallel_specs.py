@@ -1,6 +1,6 @@
 """Specs for tests/unit/test_parallel.py, registered through HARNESS_SPECS in spawned workers.
 
-Plain-torch "kernels" keep the workers fast: a correct one, a wrong one, a slow one, one that
+Plain-torch "kernels" keep the workers fast: a correct one, one that also validates its input, a wrong one, a slow one, one that
 holds a file lock while it works (as torch's CUDA extension build does), at the path in
 $PAR_LOCK_PATH, one that turns an interrupt into an ordinary error, and one that kills its process.
 """
@@ -16,6 +16,12 @@ from harness import Dim, KernelSpec, TensorArg
 
 def _scale(x):
     return x * 2
+
+
+def _scale_checked(x):
+    from kernels._validate import check_tensor
+
+    return check_tensor("scale", "x", x, dtypes=(torch.float32,)) * 2
 
 
 def _scale_wrong(x):
@@ -67,6 +73,7 @@ def _spec(name, fn):
 
 
 PAR_GOOD = _spec("par_good", _scale)
+PAR_CHECKED = _spec("par_checked", _scale_checked)  # passes every check, its contract too
 PAR_WRONG = _spec("par_wrong", _scale_wrong)
 PAR_SLOW = _spec("par_slow", _scale_slow)
 PAR_LOCKED = _spec("par_locked", _scale_locked)

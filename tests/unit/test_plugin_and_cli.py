@@ -121,3 +121,26 @@ def test_record_baseline_from_results_and_refuse_a_corrupt_file(tmp_path):
     assert path.read_text() == "{ not json", "a corrupt baseline must not be overwritten without --force"
     forced = _run(["-m", "harness", "record-baseline", str(RECORDED), "--baselines", str(tmp_path), "--force"])
     assert forced.returncode == 0 and list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_the_check_tables_fit_an_80_column_terminal_without_cutting_a_name():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from harness.cli import outcome_tables
+    from harness.results import Outcome
+
+    checks = ("forward", "backward", "unwritten", "guards", "determinism", "gradcheck", "contract")
+    outcomes = [Outcome(spec="add_mul_act", implementation=impl, dtype=dtype, check=check, status="passed",
+                        examples=8, worst_score=0.82, seconds=1.5)
+                for impl in ("triton", "cuda") for dtype in ("float32", "float16", "bfloat16") for check in checks]
+    for width in (80, 160):
+        out = StringIO()
+        narrow = Console(file=out, width=width)
+        for table in outcome_tables(outcomes, width=width):
+            narrow.print(table)
+        text = out.getvalue()
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert "…" not in text, text  # nothing abbreviated by truncation
+        assert all(check in text for check in checks) and "pass 0.82" in text

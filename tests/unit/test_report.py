@@ -322,8 +322,12 @@ def test_checks_a_budget_stopped_make_the_run_incomplete_not_green():
     results["verification"].append(stopped)
     assert summarize(results)["unfinished"] == 1
     text = render_markdown(results)
-    assert text.startswith("## ⚠️") and "/ 1 not run (time budget)" in text.splitlines()[0]
+    assert text.startswith("## ⚠️") and "/ 1 not run" in text.splitlines()[0]
     assert 'id="verification-incomplete"' in html_report(results, [])
+    results["incomplete"] = "interrupted during verification (SIGTERM or Ctrl-C)"
+    text = render_markdown(results)
+    assert "(INCOMPLETE)" in text.splitlines()[0] and "**This run is incomplete:** interrupted during" in text
+    assert 'id="run-incomplete"' in html_report(results, [])
 
 
 def test_both_figures_show_in_every_report_with_the_best_peer():
