@@ -5,7 +5,7 @@
 #
 #   bash benchmarks/gpu_run.sh verify [PYTEST ARGS]   pytest -n JOBS (16) with the nightly profile, faults included
 #                                                     (TESTS overrides the test files)
-#   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS (or, with CASE and CHECKS, tests/test_kernels.py's
+#   bash benchmarks/gpu_run.sh verify-shards         each test of TESTS (or, with CASE and CHECKS, harness/kernel_tests.py's
 #                                                     test_kernel[CASE-CHECK] for each CHECK, CASE as
 #                                                     SPEC-IMPLEMENTATION-DTYPE) as SHARDS (8) pytest processes side by side, each
 #                                                     drawing EXAMPLES (150) / SHARDS examples from its own seed
@@ -38,6 +38,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+# pytest loads the harness's plugin through its entry point where the harness is installed; a
+# checkout run from PYTHONPATH (a GPU machine with no network) names it
+python3 -c "import importlib.metadata as m, sys; sys.exit(not any(e.value == 'harness.pytest_plugin' for e in m.entry_points(group='pytest11')))" \
+  || export PYTEST_PLUGINS=harness.pytest_plugin
 mkdir -p "$OUT"
 mode=$1
 shift
@@ -53,7 +57,7 @@ case "$mode" in
     # -v: one PASSED/FAILED line per test as it ends, so a run cut off by its limit still says
     # which tests passed; SIGINT (not TERM) lets pytest print its summary and durations then.
     HARNESS_PROFILE=${PROFILE:-nightly} timeout -s INT -k 30 "${STEP_TIMEOUT:-540}" python3 -m pytest -n "${JOBS:-16}" -v -p no:cacheprovider -p no:benchmark \
-      --durations=20 ${TESTS:-tests/test_kernels.py tests/test_faults.py} "$@" >> "$log" 2>&1
+      --durations=20 ${TESTS:-harness/kernel_tests.py tests/test_faults.py} "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
     ;;
@@ -63,7 +67,7 @@ case "$mode" in
     mkdir -p "$OUT/shards"
     echo "${SHARDS:-8} shards of $per_shard examples per test" >> "$log"
     if [ -n "${CASE:-}" ]; then
-      TESTS=$(for check in ${CHECKS:?CASE needs CHECKS}; do echo -n "tests/test_kernels.py::test_kernel[$CASE-$check] "; done)
+      TESTS=$(for check in ${CHECKS:?CASE needs CHECKS}; do echo -n "harness/kernel_tests.py::test_kernel[$CASE-$check] "; done)
     fi
     tests=(${TESTS:?verify-shards needs TESTS, or CASE and CHECKS})
     # the processes side by side share the cores for torch's host threads (harness.device.share_cpu)
@@ -93,7 +97,7 @@ case "$mode" in
     for kernel in "$@"; do
       echo "== $kernel" >> "$log"
       HARNESS_PROFILE=${PROFILE:-nightly} timeout "${STEP_TIMEOUT:-150}" python3 -m pytest -n 16 -q -p no:cacheprovider -p no:benchmark \
-        --durations=5 tests/test_kernels.py --kernels "$kernel" >> "$log" 2>&1
+        --durations=5 harness/kernel_tests.py --kernels "$kernel" >> "$log" 2>&1
       echo "pytest $kernel rc=$?" >> "$log"
     done
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
@@ -126,7 +130,7 @@ case "$mode" in
     done
     ;;
   spread)
-    timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -n 4 -q -p no:cacheprovider -p no:benchmark tests/test_kernels.py "$@" >> "$log" 2>&1
+    timeout "${STEP_TIMEOUT:-300}" python3 -m pytest -n 4 -q -p no:cacheprovider -p no:benchmark harness/kernel_tests.py "$@" >> "$log" 2>&1
     echo "pytest rc=$?" >> "$log"
     ;;
   sanitize)

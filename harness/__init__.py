@@ -1,38 +1,40 @@
 """A reference-and-verification harness for fused GPU kernels.
 
 Public API for spec authors: ``KernelSpec`` and its parts (``TensorArg``, ``Dim``, ``Batch``,
-``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``, ``OptionalPeer``) and
-``register_value_kind`` for op-specific value distributions.
+``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``, ``OptionalPeer``),
+``register_value_kind`` for op-specific value distributions, and ``torch_dtype`` (a dtype's name
+to the torch dtype). For kernel authors: ``harness.validate``, the input checks the ``contract``
+check expects.
+
+The names load on first use, so that ``import harness.validate`` (which a kernel does on every
+import) and the pytest plugin (which every pytest run of an environment with the harness loads)
+import nothing else.
 """
 
-from harness.spec import (
-    BATCH,
-    BadInput,
-    Batch,
-    BenchShape,
-    Dim,
-    Implementation,
-    KernelSpec,
-    KnownFailure,
-    OptionalPeer,
-    PerfModel,
-    SpecError,
-    TensorArg,
-)
-from harness.values import register_value_kind
+from __future__ import annotations
 
-__all__ = [
-    "BATCH",
-    "BadInput",
-    "Batch",
-    "BenchShape",
-    "Dim",
-    "Implementation",
-    "KernelSpec",
-    "KnownFailure",
-    "OptionalPeer",
-    "PerfModel",
-    "SpecError",
-    "TensorArg",
-    "register_value_kind",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    **{name: "harness.spec" for name in (
+        "BATCH", "BadInput", "Batch", "BenchShape", "Dim", "Implementation", "KernelSpec", "KnownFailure",
+        "OptionalPeer", "PerfModel", "SpecError", "TensorArg")},
+    "register_value_kind": "harness.values",
+    "torch_dtype": "harness.case",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,27 +1,31 @@
 """The harness's pytest plugin: one test per spec x implementation x dtype x check.
 
-Load it from a conftest with ``pytest_plugins = ["harness.pytest_plugin"]``; any test that asks for
-the ``harness_run`` fixture argument is parametrised over every registered spec. Importing the plugin
-picks the backend (GPU, or the Triton interpreter when there is none) before any kernel is imported,
-and registers the Hypothesis profiles. Under xdist each worker pins one GPU (``gwN`` -> GPU
-``N mod count``), and the terminal summary shows how the tests spread over the devices.
+Installing the harness installs the plugin (entry point ``pytest11``); it stays idle unless the
+run is about kernels: ``--kernels`` is given, the project names its specs (``[tool.harness]`` in
+its pyproject.toml, or a harness.toml: ``harness.project``), or ``HARNESS_SPECS`` is set. Then it
+picks the backend (GPU, or the Triton interpreter when there is none) before any kernel is
+imported, loads the Hypothesis profile, and adds the kernel tests (``harness/kernel_tests.py``)
+to the run, so that a project needs no test file of its own:
+
+* ``pytest -n auto``: the project's tests and every kernel's;
+* ``pytest -n auto --kernels softmax,rms_norm``: those kernels' tests alone;
+* with paths on the command line the plugin adds nothing (name ``harness/kernel_tests.py``
+  yourself, or pass ``--pyargs harness.kernel_tests``).
+
+Any test that asks for the ``harness_run`` fixture argument is parametrised over the selected
+specs. Under xdist each worker pins one GPU (``gwN`` -> GPU ``N mod count``), and the terminal
+summary shows how the tests spread over the devices.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from harness import profiles
-from harness.device import ContextWatch, configure_backend, describe, select_device, share_cpu
-from harness.gpu_lock import gpu_lock
-from harness.registry import load_specs, select
-from harness.runner import CheckFailure, PropertyRun, property_runs, skip_reason
-
-configure_backend()
-profiles.load(os.environ.get("HARNESS_PROFILE"))
+KERNEL_TESTS = Path(__file__).with_name("kernel_tests.py")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,9 +41,37 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _active(config: pytest.Config) -> bool:
+    """Whether this run is about kernels (module docstring)."""
+    from harness.project import find_project
+
+    return bool(config.getoption("--kernels") or os.environ.get("HARNESS_SPECS")
+                or find_project(config.invocation_params.dir) is not None)
+
+
+def _add_kernel_tests(config: pytest.Config) -> None:
+    """Put the kernel tests in the run where no path was named: beside the project's tests (its
+    ``testpaths``), or, with ``--kernels``, alone."""
+    if config.args_source == pytest.Config.ArgsSource.ARGS or str(KERNEL_TESTS) in config.args:
+        return
+    if config.getoption("--kernels"):
+        config.args[:] = [str(KERNEL_TESTS)]
+    else:
+        config.args.append(str(KERNEL_TESTS))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
+    config._harness_active = _active(config)  # type: ignore[attr-defined]
+    if not config._harness_active:  # type: ignore[attr-defined]
+        return
+    from harness import profiles
+    from harness.device import ContextWatch, configure_backend, select_device, share_cpu
+
+    configure_backend()
+    profiles.load(os.environ.get("HARNESS_PROFILE"))
+    _add_kernel_tests(config)
     config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
     # processes side by side: xdist's workers, or HARNESS_PROCESSES (gpu_run.sh verify-shards)
     share_cpu(int(os.environ.get("HARNESS_PROCESSES") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or "1"))
@@ -49,7 +81,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not config._harness_active:  # type: ignore[attr-defined]
+        return []
     from hypothesis import settings
+
+    from harness.device import describe
 
     profile = settings._current_profile  # noqa: SLF001 - the only way to read the active profile's name
     return [f"harness: device {describe(config._harness_device)}, hypothesis profile {profile!r}"]  # type: ignore[attr-defined]
@@ -72,6 +108,11 @@ def _perf_params(config: pytest.Config, specs) -> list:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
+    if not config._harness_active:  # type: ignore[attr-defined]
+        return
+    from harness.registry import load_specs, select
+    from harness.runner import property_runs, skip_reason
+
     if "harness_perf_spec" in metafunc.fixturenames:
         specs = select(load_specs(), _csv(config.getoption("--kernels")))
         metafunc.parametrize("harness_perf_spec", _perf_params(config, specs))
@@ -106,6 +147,10 @@ def harness_seed(request: pytest.FixtureRequest) -> int | None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """Verification shares its GPU with other workers; a perf test holds it alone (see gpu_lock)."""
+    if not item.config._harness_active:  # type: ignore[attr-defined]
+        return (yield)
+    from harness.gpu_lock import gpu_lock
+
     exclusive = item.get_closest_marker("perf") is not None
     device = item.config._harness_device  # type: ignore[attr-defined]
     watch = item.config._harness_watch  # type: ignore[attr-defined]
@@ -121,6 +166,10 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not item.config._harness_active:  # type: ignore[attr-defined]
+        return
+    from harness.device import describe
+
     refusal = item.config._harness_watch.refusal()  # type: ignore[attr-defined]
     if refusal is not None:
         pytest.fail(refusal, pytrace=False)
@@ -130,9 +179,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.user_properties.append(("harness_device", describe(item.config._harness_device)))  # type: ignore[attr-defined]
 
 
-def verify(run: PropertyRun, seed: int | None) -> None:
-    """Run one property inside a test; a failure becomes a pytest failure carrying the full report
-    (shrunk case, error statistics, repro command) instead of a traceback through the harness."""
+def verify(run, seed: int | None) -> None:
+    """Run one property (a ``harness.runner.PropertyRun``) inside a test; a failure becomes a
+    pytest failure carrying the full report (shrunk case, error statistics, repro command) instead
+    of a traceback through the harness."""
+    from harness.runner import CheckFailure
+
     try:
         run.run(force_seed=seed)
     except CheckFailure as failure:

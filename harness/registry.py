@@ -1,12 +1,16 @@
-"""Finding specs: this repository's ``specs`` package, installed plugins, and named modules.
+"""Finding specs: the project's own, installed plugins, and named modules.
 
 A spec is any module-level ``KernelSpec`` in a spec module. Three sources are searched, so adding a
 kernel never means editing a central list:
 
-1. every module of the ``specs`` package (this repository's kernels);
+1. the modules the project names (``[tool.harness] specs = [...]`` in its pyproject.toml, or a
+   harness.toml: ``harness.project``); a package stands for every public module in it (this
+   repository names its ``specs`` package);
 2. modules advertised by installed distributions under the ``harness.specs`` entry-point group
    (``[project.entry-points."harness.specs"] mykernels = "mykernels.harness_specs"``);
 3. modules named in the ``HARNESS_SPECS`` environment variable, comma-separated.
+
+Nothing else: in another project the harness's own example kernels are not verified.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ import os
 import pkgutil
 from types import ModuleType
 
+from harness.project import find_project, on_path
 from harness.spec import KernelSpec, SpecError
 
 ENTRY_POINT_GROUP = "harness.specs"
-LOCAL_PACKAGE = "specs"
 
 
 class RegistryError(RuntimeError):
@@ -39,14 +43,18 @@ def _import(module_name: str, source: str) -> ModuleType:
 def spec_modules() -> list[tuple[str, str]]:
     """(module name, where it was found) for every spec module, in a stable order."""
     found: list[tuple[str, str]] = []
-    try:
-        package = importlib.import_module(LOCAL_PACKAGE)
-    except ModuleNotFoundError:
-        package = None
-    if package is not None:
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            if not info.name.startswith("_"):
-                found.append((f"{LOCAL_PACKAGE}.{info.name}", "the specs package"))
+    project = find_project()
+    if project is not None:
+        on_path(project)
+        source = f"the project's {project.config_file.name}"
+        for name in project.specs:
+            module = _import(name, source)
+            if hasattr(module, "__path__"):  # a package: each public module in it
+                found += [(f"{name}.{info.name}", source) for info in sorted(pkgutil.iter_modules(module.__path__),
+                                                                             key=lambda i: i.name)
+                          if not info.name.startswith("_")]
+            else:
+                found.append((name, source))
     for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         found.append((ep.value, f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP!r}"))
     for name in filter(None, (s.strip() for s in os.environ.get("HARNESS_SPECS", "").split(","))):

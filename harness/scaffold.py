@@ -12,6 +12,7 @@ from pathlib import Path
 from string import Template
 
 from harness.io import atomic_write_text
+from harness.project import find_project
 
 _FILES = {
     "kernel.py.tmpl": "kernels/{name}.py",
@@ -36,9 +37,18 @@ def scaffold(name: str, root: Path) -> list[Path]:
     for package in ("kernels", "references", "specs"):
         if not (root / package / "__init__.py").exists():
             raise ScaffoldError(f"{root} does not look like the project root: no {package}/__init__.py")
+    project = find_project(root)
+    if project is not None and "specs" not in project.specs:
+        raise ScaffoldError(f"{project.config_file} names the spec modules {list(project.specs)} but not the "
+                            "'specs' package the new spec goes into: add \"specs\" to them")
     class_name = "".join(part.capitalize() for part in name.split("_")) + "Function"
     templates = resources.files("harness") / "templates"
     for tmpl, target in targets.items():
         text = Template((templates / tmpl).read_text()).substitute(name=name, class_name=class_name)
         atomic_write_text(target, text)
-    return list(targets.values())
+    written = list(targets.values())
+    if project is None:  # the registry finds a project's specs through its settings (harness.project)
+        config = root / "harness.toml"
+        atomic_write_text(config, '# The spec modules (or packages) this project verifies: harness/project.py\nspecs = ["specs"]\n')
+        written.append(config)
+    return written

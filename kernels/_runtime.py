@@ -12,6 +12,7 @@ import os
 
 import torch
 
+from harness.validate import kernel_device_type  # noqa: F401 - where kernels' inputs must live
 from kernels._launch import launch_key
 
 
@@ -26,11 +27,7 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-@functools.cache
-def kernel_device_type() -> str:
-    """The device type kernel inputs must live on: 'cpu' under the interpreter, else 'cuda'. Fixed
-    at the first call, as the kernels' backend is fixed when they are decorated."""
-    return "cpu" if interpreting() else "cuda"
+
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,5 +14,8 @@ else
     echo "install: no GPU; installing torch's CPU build and triton 3.8 for the interpreter"
     "$PY" -m pip install --quiet "torch==2.13.0" "triton==3.8.0"
 fi
+# setuptools in the environment: the outside-package check (and any offline editable install)
+# builds without build isolation
+"$PY" -m pip install --quiet "setuptools>=69"
 "$PY" -m pip install --quiet -e ".[report]"
 "$PY" -c "import torch, triton; print(f'install: torch {torch.__version__}, triton {triton.__version__}')"

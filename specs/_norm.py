@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from harness import BenchShape
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 # Value kinds of a norm's input: the usual scales, the extremes (huge: 1e4 and up, where fp16
 # squares overflow; tiny: 1e-12, variance far below eps) and rows whose statistics are degenerate.

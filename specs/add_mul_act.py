@@ -4,7 +4,7 @@
 from hypothesis import strategies as st
 
 from harness import Batch, BenchShape, Dim, Implementation, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.add_mul_act as kernel
 import kernels.cuda.add_mul_act as cuda_kernel

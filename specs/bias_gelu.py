@@ -3,7 +3,7 @@
 from hypothesis import strategies as st
 
 from harness import Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.bias_gelu as kernel
 import references.bias_gelu as reference

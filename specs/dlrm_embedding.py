@@ -14,7 +14,7 @@ program in lookup order; no atomics (see ``kernels/dlrm_embedding.py``).
 from hypothesis import strategies as st
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.dlrm_embedding as kernel
 import references.dlrm_embedding as reference

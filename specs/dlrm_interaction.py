@@ -1,7 +1,7 @@
 """DLRM dot interaction: the Triton kernel against eager ``bmm`` + ``tril_indices`` gather."""
 
 from harness import BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.dlrm_interaction as kernel
 import references.dlrm_interaction as reference

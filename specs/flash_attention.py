@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.flash_attention as kernel
 import references.flash_attention as reference

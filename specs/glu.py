@@ -15,7 +15,7 @@ import functools
 from hypothesis import strategies as st
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.glu as kernel
 import references.glu as reference

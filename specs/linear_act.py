@@ -16,7 +16,7 @@ matmuls are cuBLAS (torch.matmul) on the rounded grad_z, exactly eager's.
 from hypothesis import strategies as st
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.linear_act as kernel
 import references.linear_act as reference

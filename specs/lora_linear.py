@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.lora_linear as kernel
 import references.lora_linear as reference

@@ -11,7 +11,7 @@ n runs from 1 (ban everything generated) past the row length (ban nothing).
 from hypothesis import strategies as st
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.ngram_block as kernel
 import references.ngram_block as reference

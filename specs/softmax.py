@@ -1,7 +1,7 @@
 """Softmax over the last dimension: the Triton kernel against ``torch.softmax``."""
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
-from harness.case import torch_dtype
+from harness import torch_dtype
 
 import kernels.softmax as kernel
 import references.softmax as reference

@@ -21,7 +21,7 @@ def _run(args, cwd=ROOT, env=None, timeout=600):
 
 
 def test_plugin_generates_one_test_per_spec_implementation_dtype_check():
-    out = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist"]).stdout
+    out = _run(["-m", "pytest", "harness/kernel_tests.py", "--collect-only", "-q", "-p", "no:xdist"]).stdout
     ids = [line for line in out.splitlines() if "test_kernel[" in line]
     assert any("softmax-triton-float16-forward" in i for i in ids)
     assert any("softmax-triton-float32-gradcheck" in i for i in ids)
@@ -30,12 +30,24 @@ def test_plugin_generates_one_test_per_spec_implementation_dtype_check():
 
 
 def test_kernels_and_dtype_filters():
-    out = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist",
+    out = _run(["-m", "pytest", "harness/kernel_tests.py", "--collect-only", "-q", "-p", "no:xdist",
                 "--kernels", "softmax", "--dtypes", "float16"]).stdout
     ids = [line for line in out.splitlines() if "test_kernel[" in line]
     assert ids and all("softmax-triton-float16" in i for i in ids)
-    bad = _run(["-m", "pytest", "tests/test_kernels.py", "--collect-only", "-q", "-p", "no:xdist", "--kernels", "nope"])
+    bad = _run(["-m", "pytest", "harness/kernel_tests.py", "--collect-only", "-q", "-p", "no:xdist", "--kernels", "nope"])
     assert bad.returncode != 0 and "unknown kernel" in bad.stdout + bad.stderr
+
+
+def test_kernels_alone_runs_only_that_kernel_and_a_plain_run_adds_every_kernel_to_the_project_tests():
+    focused = _run(["-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "--kernels", "softmax"]).stdout
+    ids = [line for line in focused.splitlines() if "::" in line]
+    assert ids and all(i.startswith("harness/kernel_tests.py::test_kernel[softmax-") for i in ids), focused[-2000:]
+    everything = _run(["-m", "pytest", "--collect-only", "-q", "-p", "no:xdist"]).stdout
+    ids = [line for line in everything.splitlines() if "::" in line]
+    assert any(i.startswith("tests/unit/") for i in ids) and any("test_kernel[add_mul_act-" in i for i in ids)
+    assert len([i for i in ids if "test_kernel[" in i]) == len(set(i for i in ids if "test_kernel[" in i))
+    named = _run(["-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "tests/unit/test_launch.py"]).stdout
+    assert "test_kernel[" not in named  # a path on the command line: nothing added
 
 
 def test_cli_list_and_check_print_tables():

@@ -1,1 +1,0 @@
-pytest_plugins = ["harness.pytest_plugin"]

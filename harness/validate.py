@@ -1,0 +1,116 @@
+"""Input validation for kernel wrappers: the checks the harness's ``contract`` check expects.
+
+Each failure names the operation, the argument and what was expected, so that a caller's mistake
+reads as such instead of surfacing as a Triton compile error or a silent wrong answer. Dtype
+problems raise ``TypeError``; device, shape and value problems raise ``ValueError``. The
+``contract`` check (``harness.checks.bad_calls``) calls a kernel with each of these mistakes and
+demands that exception, with the argument's name in its message (docs/contract.md).
+
+This is the one module of the harness a kernel imports: it needs only torch, and
+``import harness.validate`` loads nothing else of the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+
+import functools
+import os
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@functools.cache
+def kernel_device_type() -> str:
+    """The device type kernel inputs must live on: 'cpu' under Triton's interpreter
+    (``TRITON_INTERPRET=1``), else 'cuda'. Fixed at the first call, as the kernels' backend is
+    fixed when they are decorated."""
+    return "cpu" if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else "cuda"
+
+
+def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:
+    return ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+
+
+def check_tensor(
+    op: str,
+    name: str,
+    value: object,
+    *,
+    dtypes: Sequence[torch.dtype] = FLOAT_DTYPES,
+    min_ndim: int = 0,
+    ndim: int | None = None,
+) -> torch.Tensor:
+    """Check one tensor argument's type, device, dtype and rank; return it unchanged."""
+    if (type(value) is torch.Tensor and value.dtype in dtypes and value.device.type == kernel_device_type()
+            and value.ndim >= min_ndim and (ndim is None or value.ndim == ndim)):
+        return value  # the common case in one test: this runs on every call
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{op}: argument '{name}' must be a torch.Tensor, got {type(value).__name__}")
+    want_device = kernel_device_type()
+    if value.device.type != want_device:
+        raise ValueError(
+            f"{op}: argument '{name}' must be on a {want_device} device "
+            f"(kernels run {'in the Triton interpreter' if want_device == 'cpu' else 'on CUDA'}), "
+            f"got a tensor on {value.device}"
+        )
+    if value.dtype not in dtypes:
+        raise TypeError(
+            f"{op}: argument '{name}' has dtype {str(value.dtype).removeprefix('torch.')}; "
+            f"expected one of {_dtype_names(dtypes)}"
+        )
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{op}: argument '{name}' must have {ndim} dimensions, got shape {tuple(value.shape)}")
+    if value.ndim < min_ndim:
+        raise ValueError(
+            f"{op}: argument '{name}' must have at least {min_ndim} dimension(s), got shape {tuple(value.shape)}"
+        )
+    return value
+
+
+def check_same_device(op: str, **tensors: torch.Tensor) -> None:
+    """All tensors on one device (the kernel launches on a single device)."""
+    devices = {name: t.device for name, t in tensors.items()}
+    first_name, first = next(iter(devices.items()))
+    for name, dev in devices.items():
+        if dev != first:
+            raise ValueError(f"{op}: argument '{name}' is on {dev} but '{first_name}' is on {first}")
+
+
+def check_same_dtype(op: str, **tensors: torch.Tensor) -> None:
+    """All tensors of one dtype (no implicit promotion inside a kernel)."""
+    first_name, first = next(iter(tensors.items()))
+    for name, t in tensors.items():
+        if t.dtype != first.dtype:
+            raise TypeError(
+                f"{op}: argument '{name}' has dtype {str(t.dtype).removeprefix('torch.')} but "
+                f"'{first_name}' has {str(first.dtype).removeprefix('torch.')}; they must match"
+            )
+
+
+def check_shape(op: str, name: str, value: torch.Tensor, expected: Sequence[int], what: str = "") -> None:
+    """Exact shape match, with the expected shape and why it is expected in the message."""
+    if tuple(value.shape) != tuple(expected):
+        because = f" ({what})" if what else ""
+        raise ValueError(
+            f"{op}: argument '{name}' has shape {tuple(value.shape)}; expected {tuple(expected)}{because}"
+        )
+
+
+def check_choice(op: str, name: str, value: object, choices: Iterable[str]) -> str:
+    """A string argument drawn from a fixed set."""
+    options = tuple(choices)
+    if value not in options:
+        raise ValueError(f"{op}: argument '{name}' must be one of {', '.join(map(repr, options))}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def check_finite_scalar(op: str, name: str, value: object) -> float:
+    """A real, finite Python scalar (kernels take scalars by value)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{op}: argument '{name}' must be a float, got {type(value).__name__}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{op}: argument '{name}' must be finite, got {value}")
+    return float(value)
