@@ -48,3 +48,14 @@ def test_sigterm_during_verification_leaves_every_report_marked_incomplete(tmp_p
     assert any(o["spec"] == "par_checked" and o["status"] == "passed" for o in results["verification"])
     assert "This run is incomplete" in (out / "summary.md").read_text()
     assert "This run is incomplete" in (out / "report.html").read_text()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="on a GPU the default profile is nightly itself")
+def test_on_a_cpu_the_nightly_picks_the_ci_profile_and_says_so(tmp_path):
+    env = {**os.environ, "HARNESS_SPECS": "parallel_specs", "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "harness", "nightly", "par_checked", "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no GPU: verifying with the ci profile" in done.stdout
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["run"]["profile"].startswith("ci") and results["incomplete"] is None
