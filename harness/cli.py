@@ -252,7 +252,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for error in perf["benchmark_errors"]:
         console.print(f"[red]benchmark error:[/red] {escape(error)}")
     if perf["not_benchmarked"]:
-        console.print(f"[yellow]not benchmarked[/yellow] (the budget ran out): {', '.join(perf['not_benchmarked'])}")
+        why = "interrupted" if perf["bench_interrupted"] else "the budget ran out"
+        console.print(f"[yellow]not benchmarked[/yellow] ({why}): {', '.join(perf['not_benchmarked'])}")
+    for peer in perf["peers_not_timed"]:
+        console.print(f"[yellow]peer not timed:[/yellow] {escape(peer)}")
     flagged = [r for r in perf["regressions"] if r["verdict"] == "regression"]
     for r in perf["regressions"]:
         if r["verdict"] in ("regression", "improvement", "baseline-unreadable"):
@@ -263,8 +266,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         atomic_write_text(args.json, json.dumps(perf, indent=1))
     if perf["baseline_update_error"]:
         console.print(f"[red]baseline not recorded:[/red] {perf['baseline_update_error']}")
-        return 2
-    return 1 if flagged or perf["benchmark_errors"] else 0
+        return EXIT_USAGE
+    if flagged or perf["benchmark_errors"]:
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if perf["not_benchmarked"] else 0
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:

@@ -174,20 +174,25 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
     ``shape_timeout_s``, is listed under ``benchmark_errors`` and the sweep goes on."""
     started = time.monotonic()
     until = None if budget_s is None else started + budget_s
-    warmup = None
-    if jobs is not None:
-        warmup = warm_parallel(specs, quick, device, jobs, None if budget_s is None else budget_s / 2, progress)
-        progress(f"compile warm-up: {warmup['warmed']} of {warmup['shapes']} shapes in {warmup['seconds']:.0f} s"
-                 + (f", {warmup['failed']} failed" if warmup["failed"] else ""))
-    roofline = measure(device.index or 0)
+    warmup, roofline, interrupted = None, None, False
+    try:
+        if jobs is not None:
+            warmup = warm_parallel(specs, quick, device, jobs, None if budget_s is None else budget_s / 2, progress)
+            progress(f"compile warm-up: {warmup['warmed']} of {warmup['shapes']} shapes in {warmup['seconds']:.0f} s"
+                     + (f", {warmup['failed']} failed" if warmup["failed"] else ""))
+        roofline = measure(device.index or 0)
+    except KeyboardInterrupt:  # before the sweep: every shape is listed as not benchmarked
+        interrupted, until = True, started
+        progress("interrupted before the benchmarks: writing the reports")
     benchmarks: list[dict] = []
     not_benchmarked: list[str] = []
+    peers_not_timed: list[str] = []
     errors: list[str] = []
-    interrupted = False
     for spec in specs.values():
         try:
             benchmarks += bench_spec(spec, device, roofline, quick=quick, plan=plan,
                                      on_case=lambda s: progress(f"bench {s}"), until=until, not_run=not_benchmarked,
+                                     peers_not_timed=peers_not_timed,
                                      errors=errors, shape_timeout_s=shape_timeout_s)
         except BenchInterrupted as stop:  # keep what was measured; list the rest as not benchmarked
             benchmarks += stop.records
@@ -209,9 +214,9 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
                          {b["key"]: b for b in benchmarks}, commit=_commit(), force=force)
         except BaselineError as exc:  # keep the measurements; say why nothing was recorded
             update_error = str(exc)
-    return {"roofline": roofline.to_json(), "benchmarks": benchmarks, "regressions": regressions,
+    return {"roofline": roofline.to_json() if roofline else None, "benchmarks": benchmarks, "regressions": regressions,
             "baseline_update_error": update_error, "not_benchmarked": not_benchmarked, "benchmark_errors": errors,
-            "compile_warmup": warmup, "bench_interrupted": interrupted}
+            "compile_warmup": warmup, "bench_interrupted": interrupted, "peers_not_timed": peers_not_timed}
 
 
 def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Path, *, profile: str = "nightly",
@@ -261,9 +266,10 @@ def run_nightly(specs: dict[str, KernelSpec], device: torch.device, out_dir: Pat
         if results.pop("bench_interrupted"):
             incomplete = "interrupted during the benchmarks (SIGTERM or Ctrl-C)"
             results["performance_note"] += f"; {incomplete}: the shapes not measured are listed"
-        elif results["not_benchmarked"] and bench_budget_s is not None:
-            results["performance_note"] += (f"; the benchmark time budget of {bench_budget_s:g} s ran out "
-                                             f"before {len(results['not_benchmarked'])} shape(s) started")
+        elif results["not_benchmarked"]:
+            budget = f" of {bench_budget_s:g} s" if bench_budget_s else ""
+            incomplete = f"the benchmark time budget{budget} ran out before {len(results['not_benchmarked'])} shape(s) started"
+            results["performance_note"] += f"; {incomplete}"
     unfinished = sum(o.status == SKIPPED and o.message.startswith(UNFINISHED_PREFIX) for o in outcomes)
     if incomplete is None and unfinished:
         incomplete = f"the verification time budget ran out before {unfinished} check(s) finished"

@@ -39,11 +39,20 @@ def _settings(path: Path) -> dict | None:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ProjectError(f"cannot read {path}: {exc}") from exc
-    return data if path.name == "harness.toml" else data.get("tool", {}).get("harness")
+    if path.name == "harness.toml":
+        return data
+    tool = data.get("tool", {})
+    settings = tool.get("harness") if isinstance(tool, dict) else None
+    if settings is not None and not isinstance(settings, dict):
+        raise ProjectError(f"{path}: [tool.harness] must be a table, got {settings!r}")
+    return settings
 
 
 def find_project(start: Path | None = None) -> Project | None:
-    """The nearest project from ``start`` (the current directory) up, or None."""
+    """The project of the folder ``start`` (the current directory) is in: the nearest folder up
+    with a harness.toml or a pyproject.toml. A pyproject.toml without ``[tool.harness]`` is a
+    project that names no specs (None): a package nested in a harness checkout is its own
+    project. Raises ``ProjectError`` for a file that cannot be read or a malformed setting."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         for name in ("harness.toml", "pyproject.toml"):
@@ -52,7 +61,7 @@ def find_project(start: Path | None = None) -> Project | None:
                 continue
             settings = _settings(path)
             if settings is None:
-                continue
+                return None
             specs = settings.get("specs", [])
             if not isinstance(specs, list) or not all(isinstance(s, str) and s for s in specs):
                 raise ProjectError(f"{path}: 'specs' must be a list of module names, got {specs!r}")

@@ -266,9 +266,6 @@ def decide(
     return Verdict("unchanged", ratio, low, high, p, nb, nc, f"{head}: {why}")
 
 
-SPEEDUP_VERDICTS = ("faster", "tie", "slower")
-
-
 def speedup(ours: Sequence[float], peer: Sequence[float], rule: Rule = DEFAULT_RULE) -> tuple[float, float, float, str]:
     """How much faster ``ours`` is than ``peer`` (timings of one benchmark, taken side by side):
     (median(peer) / median(ours), the bootstrap interval of that ratio at ``rule.confidence``,

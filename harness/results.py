@@ -16,11 +16,11 @@ from harness.runner import CheckFailure, PropertyRun, skip_reason
 PASSED, FAILED, SKIPPED, XFAILED, XPASSED = "passed", "failed", "skipped", "xfailed", "xpassed"
 # The message of a check a verification time budget stopped (skipped, but not for a reason a user
 # accepts: the reports call such a run incomplete rather than green).
-# Checks a run did not finish are skipped with a message that starts with this: the verification
-# time budget ran out, or the run was interrupted (SIGTERM, Ctrl-C).
-UNFINISHED_PREFIX = "not run: the "
 BUDGET_MESSAGE = "not run: the verification time budget of {budget:g} s ran out before this check finished"
 INTERRUPTED_MESSAGE = "not run: the run was interrupted (SIGTERM or Ctrl-C) before this check finished"
+# Checks a run did not finish are skipped with a message that starts with one of these (for
+# str.startswith): the verification time budget ran out, or the run was interrupted.
+UNFINISHED_PREFIX = (BUDGET_MESSAGE.split("{")[0], INTERRUPTED_MESSAGE.split("(")[0])
 
 
 class VerificationInterrupted(KeyboardInterrupt):
@@ -58,35 +58,39 @@ class Outcome:
         return data
 
 
+def _verify_one(run: PropertyRun, seed: int | None, on_start: Callable[[PropertyRun], None] | None) -> Outcome:
+    """One property's outcome; never raises for a kernel's failure."""
+    if on_start:
+        on_start(run)
+    base = dict(spec=run.spec.name, implementation=run.implementation, dtype=run.dtype, check=run.check)
+    reason = skip_reason(run.spec, run.implementation, run.device)
+    if reason:
+        return Outcome(**base, status=SKIPPED, message=reason)
+    known = run.spec.known_failure(run.implementation, run.dtype, run.check)
+    try:
+        run.run(force_seed=seed)
+    except CheckFailure as failure:
+        status = XFAILED if known else FAILED
+        message = f"known failure: {known.reason}\n{failure}" if known else str(failure)
+        return Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
+                       seconds=run.seconds, message=message, repro=failure.repro_path)
+    status = XPASSED if known else PASSED
+    message = f"expected to fail ({known.reason}) but passed: remove the known failure" if known else ""
+    return Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
+                   seconds=run.seconds, message=message)
+
+
 def verify(runs: Iterable[PropertyRun], seed: int | None = None,
            on_start: Callable[[PropertyRun], None] | None = None) -> list[Outcome]:
     """Run each property and classify it; never raises for a kernel's failure. An interrupt raises
     ``VerificationInterrupted`` with every run's outcome, the unfinished ones skipped."""
     outcomes = []
     runs = list(runs)
-    for index, run in enumerate(runs):
-        if on_start:
-            on_start(run)
-        base = dict(spec=run.spec.name, implementation=run.implementation, dtype=run.dtype, check=run.check)
-        reason = skip_reason(run.spec, run.implementation, run.device)
-        if reason:
-            outcomes.append(Outcome(**base, status=SKIPPED, message=reason))
-            continue
-        known = run.spec.known_failure(run.implementation, run.dtype, run.check)
-        try:
-            run.run(force_seed=seed)
-        except KeyboardInterrupt:
-            outcomes += [Outcome(spec=r.spec.name, implementation=r.implementation, dtype=r.dtype, check=r.check,
-                                 status=SKIPPED, message=INTERRUPTED_MESSAGE) for r in runs[index:]]
-            raise VerificationInterrupted(outcomes, {}) from None
-        except CheckFailure as failure:
-            status = XFAILED if known else FAILED
-            message = f"known failure: {known.reason}\n{failure}" if known else str(failure)
-            outcomes.append(Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
-                                    seconds=run.seconds, message=message, repro=failure.repro_path))
-            continue
-        status = XPASSED if known else PASSED
-        message = f"expected to fail ({known.reason}) but passed: remove the known failure" if known else ""
-        outcomes.append(Outcome(**base, status=status, examples=run.examples, worst_score=run.worst_score,
-                                seconds=run.seconds, message=message))
+    try:
+        for run in runs:
+            outcomes.append(_verify_one(run, seed, on_start))
+    except KeyboardInterrupt:  # wherever it lands: in a check, in a progress line
+        outcomes += [Outcome(spec=r.spec.name, implementation=r.implementation, dtype=r.dtype, check=r.check,
+                             status=SKIPPED, message=INTERRUPTED_MESSAGE) for r in runs[len(outcomes):]]
+        raise VerificationInterrupted(outcomes, {}) from None
     return outcomes

@@ -15,15 +15,17 @@ in front of Triton's. Its key is what Triton specialises on, computed from cheap
 * each positional argument: a tensor's dtype and whether its address is 16-byte aligned; an
   integer's range (32-bit, 64-bit, unsigned 64-bit), whether it equals 1 and whether it is a
   multiple of 16; a float, a bool (with its value) or None;
-* the keyword arguments (constexprs and launch options such as ``num_warps``), as given. A call
-  that passes a runtime argument by keyword is never cached (its value would be in the key).
+* the keyword arguments (constexprs and launch options such as ``num_warps``), as given, with
+  their types (Triton compiles ``1``, ``1.0`` and ``True`` apart). A call that passes a runtime
+  argument by keyword, or a constexpr by position, is never cached.
 
 That key is at least as fine as Triton's own (a variant is never reused for arguments that Triton
 would compile differently), so a hit can launch the compiled variant directly, as
 ``CompiledKernel.__getitem__`` does: ``run(grid, stream, function, metadata, hooks, *args)``. A
-miss, an argument of another kind (a tensor descriptor) or an installed launch hook (a profiler
-such as Proton) takes Triton's own path, which compiles where needed; the variant it returns is
-then remembered. This is the "libentry" idea of FlagGems (``flag_gems/utils/libentry.py``): a
+miss, or an argument of another kind (a tensor descriptor), takes Triton's own path, which
+compiles where needed; the variant it returns is then remembered. So do Triton's debug mode, its instrumentation, a stages-inspection hook, a
+kernel's pre-run hooks and launch hooks: what changes a variant or watches a launch. This is the
+"libentry" idea of FlagGems (``flag_gems/utils/libentry.py``): a
 per-kernel cache keyed on the arguments' specialisation, in front of the JIT.
 
 What the direct path does not repeat is Triton's check that the globals a kernel reads have not
@@ -116,12 +118,25 @@ class Kernel:
         self._cache.clear()
 
     def _bind_runtime(self, knobs: Any, current_device: Callable[[], int], current_stream: Callable[[int], int]) -> None:
-        """Take the direct path from now on, with Triton's runtime knobs and its driver's current
-        device and stream (a test passes stand-ins)."""
-        self._params = [(p.name, p.default) for p in self.fn.params]
-        self._runtime_names = {p.name for p in self.fn.params if not p.is_constexpr}
+        """Take the direct path from now on, with Triton's knobs (``triton.knobs``) and its
+        driver's current device and stream (a test passes stand-ins)."""
+        params = self.fn.params
+        self._params = [(p.name, p.default) for p in params]
+        self._runtime_names = {p.name for p in params if not p.is_constexpr}
+        # positional arguments from here on would be constexprs, whose values the key lacks
+        self._first_constexpr = next((i for i, p in enumerate(params) if p.is_constexpr), len(params))
         self._knobs, self._device, self._stream = knobs, current_device, current_stream
         self._direct = True
+
+    def _needs_triton(self, grid: object, args: tuple, meta: dict) -> bool:
+        """Whether this launch must take Triton's path (module docstring)."""
+        runtime, compilation = self._knobs.runtime, self._knobs.compilation
+        return bool(
+            callable(grid) or len(args) > self._first_constexpr or "debug" in meta
+            or _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook) or runtime.debug
+            or getattr(runtime, "add_stages_inspection_hook", None) is not None
+            or getattr(compilation, "instrumentation_mode", "") or getattr(self.fn, "pre_run_hooks", None)
+        )
 
     def _launch(self, grid: tuple[int, ...], args: tuple, meta: dict) -> object:
         if self._direct is None:
@@ -130,12 +145,12 @@ class Kernel:
                 from triton import knobs
                 from triton.runtime import driver
 
-                self._bind_runtime(knobs.runtime, driver.active.get_current_device, driver.active.get_current_stream)
-        if not self._direct or _hooked(self._knobs.launch_enter_hook) or callable(grid):
+                self._bind_runtime(knobs, driver.active.get_current_device, driver.active.get_current_stream)
+        if not self._direct or self._needs_triton(grid, args, meta):
             return self.fn[grid](*args, **meta)
         device = self._device()
         try:
-            key = (device, launch_key(args), tuple(meta.items()))
+            key = (device, launch_key(args), tuple(meta.items()), tuple(map(type, meta.values())))
             entry = self._cache.get(key)
         except (_NotCached, TypeError):  # TypeError: an unhashable keyword value
             return self.fn[grid](*args, **meta)

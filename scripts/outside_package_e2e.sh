@@ -116,7 +116,8 @@ if ! pytest -n 2 -q -p no:cacheprovider --kernels my_silu > "$work/pass.log" 2>&
 fi
 tail -n 3 "$work/pass.log"
 ran=$(grep -Eo '[0-9]+ passed' "$work/pass.log" | grep -Eo '[0-9]+')
-others=$(pytest --collect-only -q -p no:xdist --kernels my_silu 2>/dev/null | grep '::' | grep -vc 'test_kernel\[my_silu-' || true)
+pytest --collect-only -q -p no:xdist --kernels my_silu > "$work/collect.log" 2>&1 || { cat "$work/collect.log"; echo "e2e: FAILED: collection"; exit 1; }
+others=$(grep '::' "$work/collect.log" | grep -vc 'test_kernel\[my_silu-' || true)
 if [ "${ran:-0}" -lt 10 ] || [ "$others" != 0 ]; then
   echo "e2e: FAILED: expected only my_silu's tests (ran ${ran:-0}, others collected $others)"; exit 1
 fi

@@ -210,11 +210,14 @@ def time_limit(seconds: float | None, label: str) -> Iterator[None]:
 def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None, quick: bool = False,
                plan: TimingPlan = TimingPlan(), on_case: Callable[[str], None] | None = None,
                until: float | None = None, not_run: list[str] | None = None,
+               peers_not_timed: list[str] | None = None,
                errors: list[str] | None = None, shape_timeout_s: float | None = None) -> list[dict]:
     """Benchmark every shape (only the ``quick`` ones if asked) and pass of ``spec``.
 
     With ``until`` (a ``time.monotonic()`` value) no new shape starts after it; the shapes left
-    out are appended to ``not_run`` as readable labels, so a budgeted run says what it skipped.
+    out are appended to ``not_run`` as readable labels, so a budgeted run says what it skipped;
+    peers that cannot run here (their library is not installed) go to ``peers_not_timed``, with
+    how to install them.
     With ``errors``, a shape that raises (out of device memory, a kernel that fails to compile,
     ``ShapeTimeout`` past ``shape_timeout_s``) is appended there as "label: error" and the sweep
     goes on; without it the error propagates. An interrupt (Ctrl-C, or SIGTERM where the CLI turns
@@ -255,8 +258,8 @@ def bench_spec(spec: KernelSpec, device: torch.device, roofline: Roofline | None
                     on_case(f"{label}: raised {type(exc).__name__}; going on with the next shape")
                 if device.type == "cuda":
                     torch.cuda.empty_cache()  # an out-of-memory error must not take the next shapes with it
-    if not_run is not None:
-        not_run += [f"{spec.name} peer {name}: not timed ({why})" for name, why in unavailable.items()]
+    if peers_not_timed is not None:
+        peers_not_timed += [f"{spec.name} peer {name}: {why}" for name, why in unavailable.items()]
     if interrupted:
         raise BenchInterrupted(records)
     return records
@@ -338,7 +341,8 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
     best = min(context, key=context.get) if context else None
     records = []
     for name, times in samples.items():
-        _, low, high, reading = speedup(times, samples[best]) if best else (None, None, None, None)
+        _, low, high, reading = (speedup(times, samples[best]) if best and name != best
+                                 else (None, 1.0, 1.0, "tie") if best else (None, None, None, None))
         recheck, detail = rechecks.get(name, ("n/a", None))
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None

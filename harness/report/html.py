@@ -362,6 +362,7 @@ def report_context(results: Mapping, history: Sequence[Mapping] | None = None) -
         "cost": _cost(results),
         "performance_measured": measured,
         "not_benchmarked": results.get("not_benchmarked") or [],
+        "peers_not_timed": results.get("peers_not_timed") or [],
         "benchmark_errors": results.get("benchmark_errors") or [],
         "performance_note": results["performance_note"] or "no reason given",
         "incomplete": results.get("incomplete"),

@@ -101,6 +101,8 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
     elif results.get("not_benchmarked"):
         left_out = ", ".join(_cell(label) for label in results["not_benchmarked"])
         lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}. Not measured: {left_out}"]
+    if results.get("peers_not_timed"):
+        lines += ["", "> ℹ️ **Peers not timed here:** " + "; ".join(_cell(p) for p in results["peers_not_timed"])]
     if results.get("benchmark_errors"):
         lines += ["", f"> ❌ **Benchmarks that raised ({len(results['benchmark_errors'])}):** "
                   + "; ".join(_cell(e) for e in results["benchmark_errors"])]

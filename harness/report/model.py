@@ -72,6 +72,8 @@ _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verif
         "regressions": list}
 # benchmark shapes a --bench-budget left out, and shapes whose benchmark raised ("label: error")
 _TOP_OPTIONAL = {"not_benchmarked": list, "benchmark_errors": list,
+                 # spec peers whose library is not installed here, with how to install it
+                 "peers_not_timed": list,
                  # why the run did not finish (a time budget, an interrupt), or null: finished
                  "incomplete": _OPT_STR}
 
@@ -293,6 +295,10 @@ def merge_results(shards: list[Mapping]) -> dict:
         "regressions": list(regressions.values()),
         "not_benchmarked": [label for s in shards for label in s.get("not_benchmarked") or []],
         "benchmark_errors": [error for s in shards for error in s.get("benchmark_errors") or []],
+        "peers_not_timed": list(dict.fromkeys(p for s in shards for p in s.get("peers_not_timed") or [])),
+        # a merged run is incomplete where any shard is
+        "incomplete": "; ".join(f"{s['run'].get('shard') or s['run']['id']}: {s['incomplete']}"
+                                for s in shards if s.get("incomplete")) or None,
     }
 
 

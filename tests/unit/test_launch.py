@@ -35,11 +35,15 @@ class _FakeJit:
         self.launches.append(launch)
 
 
-def _kernel(device=0, hook=None):
+def _knobs(enter=None, exit_=None, debug=False, instrumentation=""):
+    return SimpleNamespace(runtime=SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=exit_, debug=debug),
+                           compilation=SimpleNamespace(instrumentation_mode=instrumentation))
+
+
+def _kernel(device=0, hook=None, **knobs):
     fake = _FakeJit()
     kernel = _launch.Kernel(fake)
-    knobs = SimpleNamespace(launch_enter_hook=hook)
-    kernel._bind_runtime(knobs, lambda: device, lambda index: f"stream{index}")
+    kernel._bind_runtime(_knobs(enter=hook, **knobs), lambda: device, lambda index: f"stream{index}")
     return fake, kernel
 
 
@@ -56,7 +60,7 @@ def test_a_repeated_call_launches_the_remembered_variant_with_its_own_arguments(
 
 @pytest.mark.parametrize("change", [
     "misaligned pointer", "other dtype", "int equal to 1", "int multiple of 16", "int past 32 bits",
-    "other constexpr", "other launch option", "other device",
+    "other constexpr", "other launch option", "other device", "a constexpr of another type",
 ])
 def test_every_change_that_triton_specialises_on_takes_triton_s_path(change):
     base = torch.zeros(64, dtype=torch.float32)
@@ -77,9 +81,11 @@ def test_every_change_that_triton_specialises_on_takes_triton_s_path(change):
         meta["BLOCK"] = 128
     elif change == "other launch option":
         meta["num_warps"] = 8
+    elif change == "a constexpr of another type":
+        meta["BLOCK"] = 64.0  # equal to 64, but Triton compiles it apart
     else:
         device = 1
-        kernel._bind_runtime(SimpleNamespace(launch_enter_hook=None), lambda: device, lambda index: "s")
+        kernel._bind_runtime(_knobs(), lambda: device, lambda index: "s")
     kernel[(1,)](*args, **meta)
     assert len(fake.jit_calls) == 2 and fake.launches == []
     kernel[(1,)](*args, **meta)  # and that variant is remembered in its turn
@@ -102,7 +108,15 @@ def test_a_launch_hook_a_keyword_runtime_argument_or_an_unknown_argument_always_
     for _ in range(2):
         kernel[(1,)](x, 3, scale=0.5, BLOCK=8)  # its value would be part of the key
         kernel[(1,)](x, object(), 0.5, BLOCK=8)  # no modelled specialisation (a tensor descriptor)
-    assert len(fake.jit_calls) == 4 and fake.launches == []
+        kernel[(1,)](x, 3, 0.5, 8)  # a constexpr by position: its value is not in the key
+        kernel[(1,)](x, 3, 0.5, 16)
+    assert len(fake.jit_calls) == 8 and fake.launches == []
+
+    for knobs in ({"exit_": SimpleNamespace(calls=[print])}, {"debug": True}, {"instrumentation": "consan"}):
+        fake, kernel = _kernel(**knobs)  # what changes the variant or watches the launch
+        for _ in range(2):
+            kernel[(1,)](x, 3, 0.5, BLOCK=8)
+        assert len(fake.jit_calls) == 2 and fake.launches == [], knobs
 
 
 def test_launch_keys_tell_apart_what_triton_does():

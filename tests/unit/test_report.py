@@ -348,3 +348,14 @@ def test_both_figures_show_in_every_report_with_the_best_peer():
         validate_results({**results, "benchmarks": [dict(wall[0], figure="host")]})
     with pytest.raises(ReportError, match="speedup_vs_best_peer_ci"):
         validate_results({**results, "benchmarks": [dict(wall[0], speedup_vs_best_peer_ci=[0.4])]})
+
+
+def test_a_merged_run_is_incomplete_where_a_shard_is():
+    first, second = make_results(run_id="a", shard="gpu0"), make_results(run_id="b", shard="gpu1")
+    second["incomplete"] = "interrupted during the benchmarks (SIGTERM or Ctrl-C)"
+    second["peers_not_timed"] = ["softmax peer liger: No module named 'liger_kernel'; install it with: pip install liger-kernel"]
+    merged = merge_results([first, second])
+    assert merged["incomplete"] == "gpu1: interrupted during the benchmarks (SIGTERM or Ctrl-C)"
+    text = render_markdown(merged)
+    assert "(INCOMPLETE)" in text.splitlines()[0] and "Peers not timed here:** softmax peer liger" in text
+    assert merge_results([first, make_results(run_id="c", shard="gpu2")])["incomplete"] is None

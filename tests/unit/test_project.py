@@ -1,0 +1,46 @@
+"""Which specs a project verifies (``harness.project``), and a pytest plugin that stays out of the
+way of projects that are not about kernels."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.project import ProjectError, find_project
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_nearest_project_file_decides(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nspecs = ["specs"]\n')
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    project = find_project(inner)
+    assert project.root == tmp_path and project.specs == ("specs",)
+    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "nested"\n')
+    assert find_project(inner) is None  # a package of its own inside a harness checkout names no specs
+    (tmp_path / "a" / "harness.toml").write_text('specs = ["mine.specs", "more"]\n')
+    assert find_project(inner).specs == ("mine.specs", "more")  # harness.toml beside it wins
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[tool.harness]\nspecs = "specs"\n', "must be a list of module names"),
+    ("[tool]\nharness = 3\n", r"\[tool.harness\] must be a table"),
+    ("[tool.harness\n", "cannot read"),
+])
+def test_a_malformed_setting_is_an_error_naming_the_file(tmp_path, text, message):
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(ProjectError, match=message):
+        find_project(tmp_path)
+
+
+def test_the_plugin_leaves_a_project_without_kernels_alone(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool]\nharness = 3\n")  # not the plugin's to judge
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_SPECS", "TRITON_INTERPRET")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+    assert "harness:" not in done.stdout and "test_kernel" not in done.stdout
