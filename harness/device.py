@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 
 import torch
 
@@ -16,9 +17,13 @@ _selected: torch.device | None = None
 
 
 def configure_backend() -> None:
-    """Use the interpreter when no CUDA device is visible (never turns it off if the user set it)."""
+    """Use the interpreter when no CUDA device is visible (never turns it off if the user set it).
+    The interpreter runs kernels in numpy, which warns where IEEE arithmetic makes an inf or a NaN
+    (``-inf - -inf``, ``0 * inf``) exactly as the GPU does silently: known noise, filtered."""
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    if interpreting():
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
 
 
 def interpreting() -> bool:
