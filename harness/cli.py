@@ -209,6 +209,32 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return 0 if replay(case, implementation=implementation or "triton", check=check or "forward") else 1
 
 
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """List the failure corpus, or add a case to it by hand (harness.corpus)."""
+    from harness import corpus
+    from harness.case import Case
+
+    if args.action == "add":
+        if not args.case:
+            console.print("[red]error:[/red] harness corpus add needs the case JSON (as printed with a failure)")
+            return EXIT_USAGE
+        try:
+            case = Case.from_json(json.loads(args.case))
+        except (ValueError, KeyError, TypeError) as exc:
+            console.print(f"[red]error:[/red] the case is not a harness case JSON: {exc}")
+            return EXIT_USAGE
+        path = corpus.add(case, args.implementation, args.check, "added by hand")
+        console.print(escape(f"kept {path}: every run of {case.spec}[{args.implementation}] {args.check} "
+                             f"({case.dtype}) replays it first until it passes"))
+        return 0
+    found = list(corpus.entries())
+    for entry in found:
+        label = f"{entry.case.spec}[{entry.implementation}] {entry.check} ({entry.case.dtype}): {entry.reason}"
+        console.print(f"{escape(label)}  [dim]{escape(str(entry.path))}[/dim]")
+    console.print(f"{len(found)} case(s) in {corpus.corpus_dir()}")
+    return 0
+
+
 def _progress_printer():
     def show(message: str) -> None:
         # escaped: labels such as "add_mul_act[cuda]" are not rich markup (unescaped, the
@@ -406,6 +432,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--implementation", default=None, help="(with case JSON) default: triton")
     p.add_argument("--check", default=None, help="(with case JSON) default: forward")
     p.set_defaults(func=cmd_repro)
+    p = sub.add_parser("corpus", help="the failure corpus: cases replayed first by every run until they pass")
+    p.add_argument("action", choices=("list", "add"))
+    p.add_argument("case", nargs="?", help="(add) the case JSON printed with a failure")
+    p.add_argument("--implementation", default="triton")
+    p.add_argument("--check", default="forward")
+    p.set_defaults(func=cmd_corpus)
     p = sub.add_parser("bench", help="benchmark kernels against eager and torch.compile (GPU only)")
     p.add_argument("kernels", nargs="*")
     p.add_argument("--quick", action="store_true", help="only the shapes marked quick")

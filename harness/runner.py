@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from hypothesis import given, seed, settings
+from hypothesis import example, given, seed, settings
 
+from harness import corpus
 from harness.case import Case
 from harness.checks import CheckResult, case_dtype_for, run_check
 from harness.device import lost_context, on_gpu
@@ -109,9 +110,13 @@ class PropertyRun:
         return settings(settings.default, **overrides)
 
     def run(self, force_seed: int | None = None) -> None:
-        """Run the property; raise ``CheckFailure`` (with a saved repro script) when a case fails."""
+        """Run the property; raise ``CheckFailure`` (with a saved repro script) when a case fails.
+        The failure corpus's cases of this property run first (``harness.corpus``); a failing case
+        joins it, and the property's cases leave it once they all pass."""
         fn = self.spec.implementations[self.implementation].load()
-        strategy = cases(self.spec, case_dtype_for(self.check, self.dtype), on_gpu(self.device))
+        case_dtype = case_dtype_for(self.check, self.dtype)
+        strategy = cases(self.spec, case_dtype, on_gpu(self.device))
+        replays = list(corpus.entries(self.spec.name, self.implementation, case_dtype, self.check))
 
         @self._settings(force_seed)
         @given(case=strategy)
@@ -132,11 +137,14 @@ class PropertyRun:
         if force_seed is not None:
             salt = int(hashlib.sha256(self.test_id.encode()).hexdigest()[:8], 16)
             property_ = seed(force_seed ^ salt)(property_)
+        for entry in reversed(replays):  # Hypothesis's explicit examples: before any generated case
+            property_ = example(case=entry.case)(property_)
         start = time.perf_counter()
         try:
             property_()
         except CheckFailure as failure:
             failure.save_repro()
+            self._remember(failure)
             raise
         except BaseExceptionGroup as group:  # several distinct failures: report the first of ours
             ours = group.subgroup(CheckFailure)
@@ -146,9 +154,17 @@ class PropertyRun:
             while isinstance(first, BaseExceptionGroup):
                 first = first.exceptions[0]
             first.save_repro()
+            self._remember(first)
             raise first from group
+        else:
+            for entry in replays:  # each passed: the bug it showed is gone
+                corpus.drop(entry)
         finally:
             self.seconds = time.perf_counter() - start
+
+    def _remember(self, failure: CheckFailure) -> None:
+        reason = (failure.result.details().strip().splitlines() or ["failed"])[0]
+        corpus.add(failure.case, self.implementation, self.check, reason[:300])
 
 
 def property_runs(spec: KernelSpec, device: torch.device, implementations=None, dtypes=None, checks=None,

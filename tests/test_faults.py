@@ -27,12 +27,6 @@ FAULTS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _repros_in_a_temporary_folder(tmp_path, monkeypatch):
-    """The planted faults' repro scripts go to a temporary folder, not the user's .harness/repros."""
-    monkeypatch.setenv("HARNESS_REPRO_DIR", str(tmp_path / "repros"))
-
-
 # A precision fault shows only in its regime: the 16-bit accumulator's error grows with the number
 # of adds per lane, so its test draws rows of 2048 elements and more (1024 adds per lane and up),
 # where it is a plain bug; on short rows it stays within eager's budget. Under the interpreter each
