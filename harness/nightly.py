@@ -34,7 +34,7 @@ from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
 from harness.parallel import RunKey, verify_parallel
-from harness.regression import decide, reference_drift, rule_for
+from harness.regression import decide, drift_limits, reference_drift, rule_for
 from harness.results import INTERRUPTED_MESSAGE, UNFINISHED_PREFIX, SKIPPED, Outcome, VerificationInterrupted, verify
 from harness.runner import property_runs
 from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec, is_context
@@ -152,7 +152,7 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
                                        f"{timing_of(record)}), and timings of two methods do not compare; "
                                        "re-record it with --update-baseline"})
             continue
-        drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}))
+        drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}), *drift_limits(record))
         samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
         v = decide(recorded["samples_ms"], samples, rule_for(record))
         verdicts.append({**base, "verdict": v.verdict, "ratio": finite_or_none(v.ratio),

@@ -351,3 +351,23 @@ def test_every_launch_overhead_shape_is_a_call_the_reference_and_the_kernels_acc
     for label, fn in fns.items():
         outputs = as_outputs(fn(**prepare(case, _DEVICE).kwargs()))
         assert outputs, label
+
+
+def test_wall_time_divides_out_a_faster_host_that_the_device_figure_would_not_take_for_drift():
+    """Another machine of the same kind ran every host-bound call 32-44% faster (H200, call 8 of
+    benchmarks/results/2026-11-27-h200-14): the unchanged kernel must not read as improved."""
+    base = [1.0 + 0.001 * (i % 7) for i in range(40)]
+    baseline, records = {}, []
+    for figure in ("device", "wall"):
+        where = "" if figure == "device" else "wall/"
+        for impl, now in (("triton", 0.52), ("eager", 0.68), ("compile", 0.56)):
+            key = f"s/forward/n=1/float16/{where}{impl}"
+            baseline[key] = {"samples_ms": base, "median_ms": 1.0}
+            records.append({"key": key, "spec": "s", "implementation": impl, "figure": figure, "median_ms": now,
+                            "samples_ms": [now * t for t in base]})
+    device, wall = judge(records, baseline, None)
+    assert device["verdict"] == "improvement" and "moved too far" in device["reason"]
+    assert wall["verdict"] == "unchanged" and "drift divided out" in wall["reason"]
+    slower = [dict(r, samples_ms=[2 * t for t in r["samples_ms"]]) if r["implementation"] == "triton" else r
+              for r in records]
+    assert judge(slower, baseline, None)[1]["verdict"] == "regression"  # a real host-side slowdown still shows
