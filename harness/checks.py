@@ -164,10 +164,10 @@ def _output_names(spec: KernelSpec, count: int) -> list[str]:
 
 
 def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
-    """Outputs within the error budget of eager against the fp64 oracle; run with poisoned allocations."""
+    """Outputs within the error budget of eager against the fp64 oracle; run with poisoned
+    allocations. The references run first, on the pristine inputs: a kernel that writes into an
+    input fails once, for that write, with no numerics derived from the overwritten values."""
     prepared = prepare(case, device)
-    with poisoned_allocations():
-        got = as_outputs(fn(**prepared.kwargs()))
     eager = as_outputs(spec.reference(**prepared.copies()))
     oracle = as_outputs(spec.reference(**prepared.copies(torch.float64)))
     calibration = [
@@ -175,8 +175,15 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
          as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
         for s in range(CALIBRATION_SAMPLES)
     ]
+    terms = term_magnitudes(spec, prepared)
+    snapshots = prepared.snapshots()
+    with poisoned_allocations():
+        got = as_outputs(fn(**prepared.kwargs()))
+    written = prepared.changes(snapshots)
+    if written:
+        return CheckResult("forward", False, problems=[f"the forward wrote into its inputs: {c}" for c in written])
     comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration,
-                                   term_magnitudes(spec, prepared))
+                                   terms)
     return CheckResult("forward", all(c.passed for c in comparisons), comparisons)
 
 
@@ -261,25 +268,31 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         prepared = prepare(case, device)
         probe = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
         grad_placed = _grad_outputs(case, tuple(probe), device, layout)
-        grad_snaps = [g.snapshot() for g in grad_placed]
         grad_outs = [g.tensor for g in grad_placed]
-        input_snaps = prepared.snapshots()
-        with poisoned_allocations():
-            got = _backward(fn, prepared.kwargs(names), names, grad_outs)
-        for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps)):
-            problems += [f"grad_output[{i}] ({layout}): {c}" for c in g.changes(snap)]
-        problems += [f"during backward, {c}" for c in prepared.changes(input_snaps)]
+
         def reference_grads(dtype=None, perturb=None):
             kwargs = prepared.copies(dtype, names, perturb)
             outs = [_perturbed(g.detach(), seed=perturb) if perturb is not None else g.detach() for g in grad_outs]
             outs = [g.to(dtype) if dtype is not None else g.clone() for g in outs]
             return _backward(spec.reference, kwargs, names, outs)
 
+        # The references first, on the pristine inputs and grad_outputs: a kernel that writes into
+        # either fails once, for that write, with no numerics derived from the overwritten values.
         eager, oracle = reference_grads(), reference_grads(torch.float64)
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
-        multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         terms = gradient_term_magnitudes(spec, prepared, grad_outs)
         rounded = gradient_rounded_terms(spec, prepared, grad_outs)
+        grad_snaps = [g.snapshot() for g in grad_placed]
+        input_snaps = prepared.snapshots()
+        with poisoned_allocations():
+            got = _backward(fn, prepared.kwargs(names), names, grad_outs)
+        written = [f"grad_output[{i}] ({layout}): {c}" for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps))
+                   for c in g.changes(snap)]
+        written += [f"during backward, {c}" for c in prepared.changes(input_snaps)]
+        if written:
+            problems += written
+            continue
+        multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {layout})"
             if e is None:
@@ -344,12 +357,14 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def check_determinism(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
-    """Two calls on the same inputs give bitwise the same outputs (and gradients)."""
-    prepared = prepare(case, device)
+    """Two calls on the same inputs give bitwise the same outputs (and gradients). Each call gets
+    inputs of its own, built afresh from the case: a kernel that writes into its inputs or its
+    grad_output (which the forward, backward and guards checks report) does not read here as
+    nondeterministic."""
     names = spec.grad_inputs
     runs = []
     for _ in range(2):
-        kwargs = prepared.kwargs(names)
+        kwargs = prepare(case, device).kwargs(names)
         outs = as_outputs(fn(**kwargs))
         grads: tuple = ()
         diff = [o for o in outs if o.requires_grad]

@@ -1,0 +1,71 @@
+"""A kernel that writes into its inputs or its grad_output is reported once, for that write: the
+references run on the pristine tensors, so no numerics derive from the overwritten values, and
+the determinism check does not read the write as nondeterminism."""
+
+import torch
+
+from harness import Dim, KernelSpec, TensorArg
+from harness.case import Case, TensorRecipe
+from harness.checks import run_check
+from harness.device import current_device
+from harness.layouts import Layout
+
+
+def _double(x):
+    return x * 2
+
+
+class _GradIntoGradOutput(torch.autograd.Function):
+    """A correct gradient, written into grad_output's storage (as a backward that reuses dY for dX)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy.mul_(2)
+
+
+def _writes_grad_output(x):
+    return _GradIntoGradOutput.apply(x)
+
+
+def _writes_input(x):
+    out = x * 2
+    with torch.no_grad():  # as a Triton kernel's store would: autograd does not see it
+        x.mul_(3)  # the output is right; the caller's input is not left alone
+    return out
+
+
+def _spec(fn):
+    return KernelSpec(name="inplace_demo", reference=_double, implementations={"torch": fn},
+                      tensors=(TensorArg("x", dims=("n",), grad=True),), dims={"n": Dim(cpu_max=8, gpu_max=8)},
+                      dtypes=("float32",))
+
+
+def _case():
+    return Case(spec="inplace_demo", dtype="float32", dims={"n": 7},
+                tensors={"x": TensorRecipe((7,), "float32", Layout(), "normal", 3)}, scalars={},
+                grad_layout="contiguous", grad_seed=1)
+
+
+def test_a_backward_that_writes_into_grad_output_is_reported_once_as_that_write():
+    result = run_check(_spec(_writes_grad_output), _writes_grad_output, "backward", _case(), current_device())
+    assert not result.passed
+    assert result.problems == ["grad_output[0] (contiguous): 7 element(s) in the tensor's own elements "
+                               "(input modified in place), first at buffer index 256"]
+    assert result.comparisons == []  # no numerics scored on the overwritten grad_output
+    assert run_check(_spec(_double), _double, "backward", _case(), current_device()).passed  # the honest kernel
+
+
+def test_a_forward_that_writes_into_its_input_is_reported_once_as_that_write():
+    result = run_check(_spec(_writes_input), _writes_input, "forward", _case(), current_device())
+    assert not result.passed and result.comparisons == []
+    (problem,) = result.problems
+    assert problem.startswith("the forward wrote into its inputs: input 'x': 7 element(s) in the tensor's own elements")
+
+
+def test_determinism_does_not_read_an_in_place_write_as_different_bits():
+    for fn in (_writes_grad_output, _writes_input):
+        assert run_check(_spec(fn), fn, "determinism", _case(), current_device()).passed
