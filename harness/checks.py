@@ -199,12 +199,16 @@ def check_unwritten(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
             problems.append(f"{name}: shape {tuple(g.shape)} differs from eager's {tuple(e.shape)}")
             continue
         if g.is_floating_point():
-            poisoned = g.detach().isnan() & ~e.detach().isnan()
+            # NaN where eager has none: the poison's own bits, or a NaN the kernel computed (from
+            # the guard bands' canaries, NaNs with payloads, or an invalid operation)
+            nan = g.detach().isnan() & ~e.detach().isnan()
+            poisoned = nan & (_bits(g.detach()) == _poison_bits(g))
+            computed = nan & ~poisoned
         elif g.dtype == torch.bool:
             continue  # a bool has no value outside True/False to poison with
         else:
             top = torch.iinfo(g.dtype).max
-            poisoned = (g.detach() == top) & (e.detach() != top)
+            poisoned, computed = (g.detach() == top) & (e.detach() != top), None
         count = int(poisoned.sum())
         if count:
             first = tuple(int(v) for v in torch.nonzero(poisoned)[0])
@@ -212,7 +216,25 @@ def check_unwritten(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
                 f"{name}: {count} of {g.numel()} element(s) still hold the allocation poison "
                 f"(never written), first at index {first}"
             )
+        if computed is not None and bool(computed.any()):
+            first = tuple(int(v) for v in torch.nonzero(computed)[0])
+            problems.append(
+                f"{name}: {int(computed.sum())} of {g.numel()} element(s) were written as NaN where eager's are "
+                f"not (not the allocation poison: computed from NaN values such as the guard bands' canaries, "
+                f"or by an invalid operation), first at index {first}"
+            )
     return CheckResult("unwritten", not problems, problems=problems)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The bit patterns of a floating tensor, as integers of its width."""
+    return t.contiguous().view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()])
+
+
+def _poison_bits(like: torch.Tensor) -> torch.Tensor:
+    """The bits of the NaN that ``poisoned_allocations`` fills new floating tensors with."""
+    with poisoned_allocations():
+        return _bits(torch.empty(1, dtype=like.dtype, device=like.device))[0]
 
 
 # ---- backward -----------------------------------------------------------------------------------

@@ -69,3 +69,24 @@ def test_a_forward_that_writes_into_its_input_is_reported_once_as_that_write():
 def test_determinism_does_not_read_an_in_place_write_as_different_bits():
     for fn in (_writes_grad_output, _writes_input):
         assert run_check(_spec(fn), fn, "determinism", _case(), current_device()).passed
+
+
+def _leaves_last_unwritten(x):
+    out = torch.empty_like(x)
+    out[:-1] = x[:-1] * 2
+    return out
+
+
+def _writes_a_computed_nan(x):
+    out = x * 2
+    out[0] = float("inf") - float("inf")  # a NaN the kernel made, as from a guard band's canary
+    return out
+
+
+def test_the_unwritten_check_tells_never_written_from_computed_nans():
+    device = current_device()
+    (never,) = run_check(_spec(_leaves_last_unwritten), _leaves_last_unwritten, "unwritten", _case(), device).problems
+    assert never == "out: 1 of 7 element(s) still hold the allocation poison (never written), first at index (6,)"
+    (computed,) = run_check(_spec(_writes_a_computed_nan), _writes_a_computed_nan, "unwritten", _case(), device).problems
+    assert computed.startswith("out: 1 of 7 element(s) were written as NaN where eager's are not (not the allocation "
+                               "poison") and computed.endswith("first at index (0,)")
