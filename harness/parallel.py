@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from harness.device import share_cpu
 from harness.errors import describe_exception
+from harness.repro import crash_report
 from harness.results import BUDGET_MESSAGE, FAILED, INTERRUPTED_MESSAGE, SKIPPED, Outcome, VerificationInterrupted
 
 # Scheduling order: the checks that prove equivalence first.
@@ -65,8 +70,9 @@ class Task(Protocol):
     def run(self) -> Any:
         """Run in a worker process; the (picklable) result goes back to the parent."""
 
-    def crashed(self, what: str) -> Any:
-        """In the parent: the result to record when the worker running this task raised or died."""
+    def crashed(self, what: str, inflight: Path | None = None) -> Any:
+        """In the parent: the result to record when the worker running this task raised or died
+        (``inflight``: the dead worker's in-flight file, where it left one)."""
 
 
 _worker_index: int | None = None
@@ -115,10 +121,16 @@ class _VerifyTask:
             (outcome,) = verify([run], seed=self.seed)
         return outcome.to_json(), sum(compiled.values()) if on_gpu() else None
 
-    def crashed(self, what: str) -> tuple[dict, None]:
+    def crashed(self, what: str, inflight: Path | None = None) -> tuple[dict, None]:
+        """The outcome of a task whose worker raised or died; ``inflight``, the dead worker's
+        in-flight file, names the case it was running (``harness.repro.crash_report``)."""
         key = self.key
+        message, repro = f"{key.label}: the worker process {what}", None
+        if inflight is not None:
+            about, repro = crash_report(inflight)
+            message += f"; {about}"
         return Outcome(spec=key.spec, implementation=key.implementation, dtype=key.dtype, check=key.check,
-                       status=FAILED, message=f"{key.label}: the worker process {what}").to_json(), None
+                       status=FAILED, message=message, repro=repro).to_json(), None
 
 
 _stopped = False
@@ -135,7 +147,7 @@ def _interrupt_on_sigterm(signum, frame) -> None:
     raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
-def _worker_main(slot: int, conn, processes: int = 1) -> None:
+def _worker_main(slot: int, conn, processes: int = 1, inflight: str | None = None) -> None:
     """A worker's loop: receive (position, task) over its pipe, run it, send (position, result)
     back; stop at ``None`` or when the pipe closes. Sends are synchronous, so a result is in the
     pipe before the next task starts. A task that raises gets ``task.crashed`` as its result.
@@ -144,6 +156,8 @@ def _worker_main(slot: int, conn, processes: int = 1) -> None:
     global _worker_index
     _worker_index = slot
     share_cpu(processes)
+    if inflight:  # each case is written here before it runs: the parent names it if this process dies
+        os.environ["HARNESS_INFLIGHT"] = inflight
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         while (item := conn.recv()) is not None:
@@ -204,6 +218,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     context = multiprocessing.get_context("spawn")
+    inflight_dir = Path(tempfile.mkdtemp(prefix="harness-inflight-"))
     pending = list(range(len(tasks)))  # positions not yet handed out, in order
     workers: list[_Worker] = []
     done: dict[int, Any] = {}
@@ -224,8 +239,10 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
 
     def start(slot: int) -> None:
         parent_end, child_end = context.Pipe(duplex=True)
-        process = context.Process(target=_worker_main, args=(slot, child_end, min(jobs, len(tasks))), daemon=True,
-                                  name=f"harness-worker-{slot}")
+        inflight = inflight_dir / f"worker-{slot}.json"
+        inflight.unlink(missing_ok=True)  # a replaced worker's leftover is not this worker's case
+        process = context.Process(target=_worker_main, args=(slot, child_end, min(jobs, len(tasks)), str(inflight)),
+                                  daemon=True, name=f"harness-worker-{slot}")
         process.start()
         child_end.close()  # the worker holds the only other end: its death reads as EOF
         worker = _Worker(slot, process, parent_end)
@@ -250,7 +267,9 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
         """A worker exited: its task crashed; drop it from the live set."""
         worker.process.join(timeout=5)
         if worker.running is not None:
-            finish(worker.running, tasks[worker.running].crashed(f"died (exit code {worker.process.exitcode})"))
+            inflight = inflight_dir / f"worker-{worker.slot}.json"
+            finish(worker.running, tasks[worker.running].crashed(f"died (exit code {worker.process.exitcode})",
+                                                                 inflight if inflight.exists() else None))
             worker.running = None
         worker.conn.close()
         workers.remove(worker)
@@ -284,6 +303,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int, deadline_s: float | None = None,
         _stop([w.process for w in workers])
         for worker in workers:  # nothing is read after the stop: see _interrupt_on_sigterm
             worker.conn.close()
+        shutil.rmtree(inflight_dir, ignore_errors=True)
     if interrupted:
         raise TasksInterrupted(done)
     return done

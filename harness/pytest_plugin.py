@@ -67,6 +67,33 @@ def _add_kernel_tests(config: pytest.Config) -> None:
         config.args.append(str(KERNEL_TESTS))
 
 
+def _inflight_files(config: pytest.Config) -> None:
+    """Under xdist, each worker writes the case it is about to run to a file of its own, in a
+    folder the controller makes, so that a worker killed by a kernel (host memory corrupted, a
+    segfault) is still reported with its case and a repro (``pytest_handlecrashitem``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None and getattr(config.option, "numprocesses", None) and "HARNESS_INFLIGHT_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["HARNESS_INFLIGHT_DIR"] = tempfile.mkdtemp(prefix="harness-inflight-")  # workers inherit it
+    elif worker is not None and os.environ.get("HARNESS_INFLIGHT_DIR"):
+        os.environ["HARNESS_INFLIGHT"] = str(Path(os.environ["HARNESS_INFLIGHT_DIR"]) / f"{worker}.json")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report, sched) -> None:
+    """xdist's controller, when a worker died running ``crashitem``: add the case it was running."""
+    folder, node = os.environ.get("HARNESS_INFLIGHT_DIR"), getattr(report, "node", None)
+    if not folder or node is None:
+        return
+    path = Path(folder) / f"{node.gateway.id}.json"
+    if path.exists():
+        from harness.repro import crash_report
+
+        about, _ = crash_report(path)
+        report.longrepr = f"{report.longrepr}; {about}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
@@ -79,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     configure_backend()
     profiles.load(os.environ.get("HARNESS_PROFILE"))
     _add_kernel_tests(config)
+    _inflight_files(config)
     config._harness_device = select_device(os.environ.get("PYTEST_XDIST_WORKER"))  # type: ignore[attr-defined]
     # processes side by side: xdist's workers, or HARNESS_PROCESSES (gpu_run.sh verify-shards)
     share_cpu(int(os.environ.get("HARNESS_PROCESSES") or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or "1"))

@@ -9,6 +9,7 @@ layouts, seeds) on this machine's device and runs the one check again. The direc
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -81,3 +82,46 @@ def replay(case_json: str, implementation: str, check: str) -> bool:
     if result.details():
         print(result.details())
     return result.passed
+
+
+# ---- the case in flight -------------------------------------------------------------------------
+# A kernel that corrupts host memory kills its process: no exception, no report. A worker that
+# sets HARNESS_INFLIGHT has each case written there before it runs (harness.runner), so that the
+# process that sees it die (harness.parallel's parent, pytest-xdist's controller) can still name
+# the case and write its repro script (``crash_report``).
+
+def inflight_path() -> Path | None:
+    raw = os.environ.get("HARNESS_INFLIGHT")
+    return Path(raw) if raw else None
+
+
+def record_inflight(case: Case, implementation: str, check: str) -> None:
+    """Note the case about to run, where this process has an in-flight file (cheap: one small
+    atomic write per case)."""
+    path = inflight_path()
+    if path is not None:
+        atomic_write_text(path, json.dumps({"case": case.to_json(), "implementation": implementation, "check": check}))
+
+
+def clear_inflight() -> None:
+    path = inflight_path()
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+def crash_report(path: Path) -> tuple[str, str | None]:
+    """What a dead process's in-flight file says: the case it was running and how to reproduce it
+    (with a repro script written), or that it was between cases; and the script's path."""
+    try:
+        record = json.loads(path.read_text())
+        case = Case.from_json(record["case"])
+        implementation, check = record["implementation"], record["check"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it was not running a case (it died loading, compiling or between cases)", None
+    lines = [f"it was running {case.spec}[{implementation}] {check} on this case:",
+             *("  " + line for line in case.describe().splitlines()),
+             "reproduce it in a process of its own (under compute-sanitizer on a GPU):",
+             f"  harness repro '{case.dumps()}' --implementation {implementation} --check {check}"]
+    script = write_repro(case, implementation, check, "\n".join(lines))
+    lines.append(f"  python {script}")
+    return "\n".join(lines), script

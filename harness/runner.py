@@ -27,7 +27,7 @@ from harness.case import Case
 from harness.checks import CheckResult, case_dtype_for, run_check
 from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
-from harness.repro import write_repro
+from harness.repro import clear_inflight, record_inflight, write_repro
 from harness.spec import KernelSpec
 from harness.strategies import cases
 
@@ -123,6 +123,7 @@ class PropertyRun:
         def property_(case: Case) -> None:
             if self.first_fault is not None:  # the context is poisoned: no later case means anything
                 raise CheckFailure(self, *self.first_fault)
+            record_inflight(case, self.implementation, self.check)  # named even if the process dies
             try:
                 result = run_check(self.spec, fn, self.check, case, self.device)
             except Exception as exc:  # noqa: BLE001 - a crash on a case is a failure of that case
@@ -161,6 +162,7 @@ class PropertyRun:
                 corpus.drop(entry)
         finally:
             self.seconds = time.perf_counter() - start
+            clear_inflight()  # reported the usual way (or not at all): no longer in flight
 
     def _remember(self, failure: CheckFailure) -> None:
         reason = (failure.result.details().strip().splitlines() or ["failed"])[0]

@@ -84,7 +84,7 @@ class WarmTask:
                     call(0)
         torch.cuda.synchronize(device)
 
-    def crashed(self, what: str) -> dict:
+    def crashed(self, what: str, inflight=None) -> dict:
         return {"seconds": None, "error": what}
 
 

@@ -97,5 +97,5 @@ class EchoTask:
             raise ValueError(f"negative: {self.value}")
         return self.value * 10
 
-    def crashed(self, what: str) -> str:
+    def crashed(self, what: str, inflight=None) -> str:
         return f"crashed: {what}"

@@ -65,8 +65,28 @@ def test_a_worker_that_dies_fails_its_check_and_is_replaced(parallel_specs):
     keys = [RunKey("par_dies", "torch", "float32", "forward", 1), RunKey("par_good", "torch", "float32", "forward", 1),
             RunKey("par_good", "torch", "float32", "unwritten", 1)]
     outcomes, _ = verify_parallel(keys, jobs=1, profile="ci")
-    assert outcomes[0].status == "failed" and "died (exit code 3)" in outcomes[0].message
+    died = outcomes[0]
+    assert died.status == "failed" and "died (exit code 3)" in died.message
+    # the case it was running was written before it ran: named, with a repro, though the process is gone
+    assert "it was running par_dies[torch] forward on this case:" in died.message, died.message
+    assert "harness repro '{" in died.message and "--implementation torch --check forward" in died.message
+    assert died.repro and Path(died.repro).is_file()
     assert [o.status for o in outcomes[1:]] == ["passed", "passed"]
+
+
+def test_an_xdist_worker_that_dies_is_reported_with_the_case_it_was_running(parallel_specs, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HARNESS_SPECS": "parallel_specs",
+           "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent.parent)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "--kernels",
+                           "par_dies", "-k", "forward"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode != 0
+    assert "crashed while running" in done.stdout and "it was running par_dies[torch] forward on this case" in done.stdout, \
+        done.stdout[-3000:]
 
 
 def test_jobs_must_be_positive():
