@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
-import os
 import shutil
 import signal
 import tempfile
@@ -33,7 +32,7 @@ from typing import Any, Protocol
 
 from harness.device import share_cpu
 from harness.errors import describe_exception
-from harness.repro import crash_report
+from harness.repro import crash_report, set_inflight
 from harness.results import BUDGET_MESSAGE, FAILED, INTERRUPTED_MESSAGE, SKIPPED, Outcome, VerificationInterrupted
 
 # Scheduling order: the checks that prove equivalence first.
@@ -157,7 +156,7 @@ def _worker_main(slot: int, conn, processes: int = 1, inflight: str | None = Non
     _worker_index = slot
     share_cpu(processes)
     if inflight:  # each case is written here before it runs: the parent names it if this process dies
-        os.environ["HARNESS_INFLIGHT"] = inflight
+        set_inflight(Path(inflight))
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         while (item := conn.recv()) is not None:

@@ -68,28 +68,32 @@ def _add_kernel_tests(config: pytest.Config) -> None:
 
 
 def _inflight_files(config: pytest.Config) -> None:
-    """Under xdist, each worker writes the case it is about to run to a file of its own, in a
-    folder the controller makes, so that a worker killed by a kernel (host memory corrupted, a
-    segfault) is still reported with its case and a repro (``pytest_handlecrashitem``)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None and getattr(config.option, "numprocesses", None) and "HARNESS_INFLIGHT_DIR" not in os.environ:
-        import tempfile
+    """An xdist worker writes the case it is about to run to a file of its own, so that a worker
+    killed by a kernel (host memory corrupted, a segfault) is still reported with its case and a
+    repro (``pytest_handlecrashitem``)."""
+    # config.workerinput exists in an xdist worker process alone (the environment variables xdist
+    # sets are inherited by a pytest a test starts, which must not write into this worker's file)
+    workerinput = getattr(config, "workerinput", None) or {}
+    worker, run = workerinput.get("workerid"), workerinput.get("testrunuid")
+    if worker and run:
+        from harness.repro import set_inflight, xdist_inflight_path
 
-        os.environ["HARNESS_INFLIGHT_DIR"] = tempfile.mkdtemp(prefix="harness-inflight-")  # workers inherit it
-    elif worker is not None and os.environ.get("HARNESS_INFLIGHT_DIR"):
-        os.environ["HARNESS_INFLIGHT"] = str(Path(os.environ["HARNESS_INFLIGHT_DIR"]) / f"{worker}.json")
+        path = xdist_inflight_path(run, worker)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        set_inflight(path)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_handlecrashitem(crashitem: str, report, sched) -> None:
     """xdist's controller, when a worker died running ``crashitem``: add the case it was running."""
-    folder, node = os.environ.get("HARNESS_INFLIGHT_DIR"), getattr(report, "node", None)
-    if not folder or node is None:
+    node = getattr(report, "node", None)
+    workerinput = getattr(node, "workerinput", None) or {}
+    if "testrunuid" not in workerinput or "workerid" not in workerinput:
         return
-    path = Path(folder) / f"{node.gateway.id}.json"
-    if path.exists():
-        from harness.repro import crash_report
+    from harness.repro import crash_report, xdist_inflight_path
 
+    path = xdist_inflight_path(workerinput["testrunuid"], workerinput["workerid"])
+    if path.exists():
         about, _ = crash_report(path)
         report.longrepr = f"{report.longrepr}; {about}"
 

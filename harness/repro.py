@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from harness.case import Case
@@ -85,28 +86,37 @@ def replay(case_json: str, implementation: str, check: str) -> bool:
 
 
 # ---- the case in flight -------------------------------------------------------------------------
-# A kernel that corrupts host memory kills its process: no exception, no report. A worker that
-# sets HARNESS_INFLIGHT has each case written there before it runs (harness.runner), so that the
-# process that sees it die (harness.parallel's parent, pytest-xdist's controller) can still name
-# the case and write its repro script (``crash_report``).
+# A kernel that corrupts host memory kills its process: no exception, no report. A worker process
+# that is given an in-flight file (``set_inflight``: harness.parallel's workers, pytest-xdist's
+# through the plugin) has each case written there before it runs (harness.runner), so that the
+# process that sees it die (harness.parallel's parent, xdist's controller) can still name the case
+# and write its repro script (``crash_report``). The file is this process's alone: never inherited
+# through the environment, so a nested run cannot write into its parent's.
 
-def inflight_path() -> Path | None:
-    raw = os.environ.get("HARNESS_INFLIGHT")
-    return Path(raw) if raw else None
+_inflight: Path | None = None
+
+
+def set_inflight(path: Path | None) -> None:
+    global _inflight
+    _inflight = path
 
 
 def record_inflight(case: Case, implementation: str, check: str) -> None:
     """Note the case about to run, where this process has an in-flight file (cheap: one small
     atomic write per case)."""
-    path = inflight_path()
-    if path is not None:
-        atomic_write_text(path, json.dumps({"case": case.to_json(), "implementation": implementation, "check": check}))
+    if _inflight is not None:
+        atomic_write_text(_inflight, json.dumps({"case": case.to_json(), "implementation": implementation,
+                                                 "check": check}))
 
 
 def clear_inflight() -> None:
-    path = inflight_path()
-    if path is not None:
-        path.unlink(missing_ok=True)
+    if _inflight is not None:
+        _inflight.unlink(missing_ok=True)
+
+
+def xdist_inflight_path(testrunuid: str, worker: str) -> Path:
+    """Where an xdist worker of one test run keeps its in-flight case (both sides compute it)."""
+    return Path(tempfile.gettempdir()) / f"harness-inflight-{testrunuid}" / f"{worker}.json"
 
 
 def crash_report(path: Path) -> tuple[str, str | None]:

@@ -90,3 +90,40 @@ def test_the_unwritten_check_tells_never_written_from_computed_nans():
     (computed,) = run_check(_spec(_writes_a_computed_nan), _writes_a_computed_nan, "unwritten", _case(), device).problems
     assert computed.startswith("out: 1 of 7 element(s) were written as NaN where eager's are not (not the allocation "
                                "poison") and computed.endswith("first at index (0,)")
+
+
+class _WrongSlope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * 3  # a backward term off
+
+
+def _wrong_slope(x):
+    return _WrongSlope.apply(x)
+
+
+def test_gradcheck_fails_a_wrong_backward_without_recomputing_the_jacobians_to_word_it(monkeypatch):
+    calls = []
+    real = torch.autograd.gradcheck
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "gradcheck", recording)
+    spec = KernelSpec(name="slope_demo", reference=_double, implementations={"torch": _wrong_slope},
+                      tensors=(TensorArg("x", dims=("n",), grad=True),), dims={"n": Dim(cpu_max=8, gpu_max=8)},
+                      dtypes=("float32", "float64"))
+    case = Case(spec="slope_demo", dtype="float64", dims={"n": 5},
+                tensors={"x": TensorRecipe((5,), "float64", Layout(), "normal", 3)}, scalars={},
+                grad_layout="contiguous", grad_seed=1)
+    result = run_check(spec, _wrong_slope, "gradcheck", case, current_device())
+    assert not result.passed
+    assert result.problems == ["gradcheck failed: the backward's gradient of 'x' differs from the numerical "
+                               "derivative (fast mode, float64); the backward check names the gradient and the elements"]
+    assert calls and all(c["fast_mode"] and c["raise_exception"] is False for c in calls)
+    assert run_check(spec, _double, "gradcheck", case, current_device()).passed
