@@ -2,7 +2,9 @@
 
 The active profile comes from ``--hypothesis-profile`` or the ``HARNESS_PROFILE`` environment
 variable, ``ci`` by default. ``ci`` is derandomized: the same code gives the same cases on every run,
-so a red CI is never a coin toss; ``HARNESS_SEED`` (or ``--harness-seed``) draws other cases.
+so a red CI is never a coin toss, and each property draws from a seed of its own (its test id:
+``harness.runner``), so that a spec's checks see different cases; ``HARNESS_SEED`` (or
+``--harness-seed``) draws other cases.
 ``HARNESS_MAX_EXAMPLES`` overrides the profile's example count: with it, one property's examples
 can be split over processes that each draw from their own seed (``gpu_run.sh verify-shards``: on a
 GPU a property's time goes into compiling new kernel variants, one process at a time, while the

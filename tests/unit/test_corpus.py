@@ -95,3 +95,20 @@ def test_the_cli_adds_a_case_by_hand_and_lists_the_corpus(capsys):
     assert main(["corpus", "list"]) == 0
     assert "softmax[triton] backward (float32): added by hand" in capsys.readouterr().out
     assert main(["corpus", "add", "{not a case}"]) == 2
+
+
+def test_each_check_draws_cases_of_its_own_reproducibly_under_the_ci_profile(profile):
+    profile("ci")
+    seen: dict[str, list] = {}
+
+    def recording(check):
+        def fn(x):
+            seen.setdefault(check, []).append((tuple(x.shape), float(x.detach().abs().sum())))
+            return x * 2
+        return fn
+
+    for check, label in (("forward", "forward"), ("unwritten", "unwritten"), ("forward", "forward again")):
+        fn = recording(label)
+        PropertyRun(_spec(fn), "torch", "float32", check, current_device()).run()
+    assert seen["forward"] == seen["forward again"]  # reproducible
+    assert seen["forward"] != seen["unwritten"]  # but not the same cases for every check
