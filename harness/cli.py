@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -141,22 +142,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     console.print(f"harness check: {len(runs)} properties on {describe(device)}, profile {profile!r}")
     seed = args.seed if args.seed is not None else profiles.seed_from_env()
     interrupted = False
-    if console.is_terminal:
-        columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task("starting", total=len(runs))
-            try:
-                outcomes = verify(runs, seed=seed,
-                                  on_start=lambda run: progress.update(task, description=run.label,
-                                                                       completed=runs.index(run)))
-            except VerificationInterrupted as stop:
-                outcomes, interrupted = stop.outcomes, True
-            progress.update(task, completed=len(runs))
-    else:  # a CI log: one line as each property starts, flushed, instead of a progress bar
-        show = _progress_printer()
+    # a progress bar on a terminal; in a CI log, one flushed line as each property starts
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn(), console=console, transient=True) if console.is_terminal else None
+    with bar or contextlib.nullcontext():
+        if bar is not None:
+            task = bar.add_task("starting", total=len(runs))
+            on_start = lambda run: bar.update(task, description=run.label, completed=runs.index(run))  # noqa: E731
+        else:
+            show = _progress_printer()
+            on_start = lambda run: show(f"[{runs.index(run) + 1}/{len(runs)}] {run.label}")  # noqa: E731
         try:
-            outcomes = verify(runs, seed=seed, on_start=lambda run: show(f"[{runs.index(run) + 1}/{len(runs)}] {run.label}"))
+            outcomes = verify(runs, seed=seed, on_start=on_start)
         except VerificationInterrupted as stop:
             outcomes, interrupted = stop.outcomes, True
     for table in outcome_tables(outcomes):

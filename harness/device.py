@@ -13,6 +13,8 @@ import warnings
 
 import torch
 
+from harness.validate import interpreting  # one reading of TRITON_INTERPRET for the harness and kernels
+
 _selected: torch.device | None = None
 
 
@@ -24,10 +26,6 @@ def configure_backend() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if interpreting():
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
-
-
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def worker_index(worker_id: str | None) -> int:

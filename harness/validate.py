@@ -12,22 +12,25 @@ This is the one module of the harness a kernel imports: it needs only torch, and
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterable, Sequence
 
 import torch
 
-import functools
-import os
-
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def interpreting() -> bool:
+    """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``), read now."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 @functools.cache
 def kernel_device_type() -> str:
-    """The device type kernel inputs must live on: 'cpu' under Triton's interpreter
-    (``TRITON_INTERPRET=1``), else 'cuda'. Fixed at the first call, as the kernels' backend is
-    fixed when they are decorated."""
-    return "cpu" if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") else "cuda"
+    """The device type kernel inputs must live on: 'cpu' under Triton's interpreter, else 'cuda'.
+    Fixed at the first call, as the kernels' backend is fixed when they are decorated."""
+    return "cpu" if interpreting() else "cuda"
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

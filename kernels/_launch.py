@@ -46,6 +46,8 @@ from typing import Any
 import triton
 from torch import Tensor
 
+from harness.validate import interpreting
+
 
 class _NotCached(Exception):
     """An argument whose specialisation this module does not model (Triton's path handles it)."""
@@ -79,7 +81,7 @@ def launch_key(args: tuple) -> tuple:
 
 
 def _direct_launch_supported() -> bool:
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or os.environ.get("HARNESS_TRITON_LAUNCH") == "jit":
+    if interpreting() or os.environ.get("HARNESS_TRITON_LAUNCH") == "jit":
         return False
     from triton.compiler.compiler import CompiledKernel
 

@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from harness.validate import kernel_device_type  # noqa: F401 - where kernels' inputs must live
+from harness.validate import interpreting, kernel_device_type  # noqa: F401 - re-exported for the kernels
 from kernels._launch import launch_key
 
 
@@ -20,14 +20,6 @@ def ensure_backend_selected() -> None:
     """Turn on the interpreter when no CUDA device is visible (idempotent)."""
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
-
-
-def interpreting() -> bool:
-    """True when Triton kernels run in the CPU interpreter."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-
 
 
 @functools.lru_cache(maxsize=None)

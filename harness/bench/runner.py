@@ -36,9 +36,8 @@ from harness.errors import describe_exception
 from harness.layouts import Layout
 from harness.regression import speedup
 from harness.runner import skip_reason
-from harness.spec import BATCH, PASSES, REFERENCE_IMPLEMENTATIONS, BenchShape, Dim, KernelSpec
+from harness.spec import BATCH, PASSES, REFERENCE_IMPLEMENTATIONS, BenchShape, Dim, KernelSpec, OptionalPeer
 from harness.values import drawn_on
-
 
 
 def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str, figure: str = "device") -> str:
@@ -92,8 +91,7 @@ def bench_callables(spec: KernelSpec, device: torch.device,
         else:
             fns[name] = impl.load()
     for name, peer in (spec.perf.peers if spec.perf is not None else {}).items():
-        applies = getattr(peer, "applies", None)
-        if shape is not None and applies is not None and not applies(shape.scalars):
+        if isinstance(peer, OptionalPeer) and shape is not None and peer.applies and not peer.applies(shape.scalars):
             continue
         try:
             fns[name] = peer_callable(peer)
@@ -115,14 +113,13 @@ class PeerUnavailable(Exception):
     to install it."""
 
 
-def peer_callable(peer: Callable) -> Callable:
+def peer_callable(peer: Callable | OptionalPeer) -> Callable:
     """A spec's peer as a callable: a plain function, or an ``OptionalPeer`` loaded now (raises
     ``PeerUnavailable`` when its library is missing)."""
-    load = getattr(peer, "load", None)
-    if load is None:
+    if not isinstance(peer, OptionalPeer):
         return peer
     try:
-        return load()
+        return peer.load()
     except ImportError as exc:
         raise PeerUnavailable(f"{peer.name}: {exc}; install it with: {peer.install}") from exc
 
