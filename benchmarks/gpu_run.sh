@@ -52,6 +52,9 @@ log="$OUT/log_$mode.txt"
   python3 -c "import torch, triton, sys; print('torch', torch.__version__, 'triton', triton.__version__, 'python', sys.version.split()[0])"
   date -u
 } > "$log" 2>&1
+# Verification runs check every bound launch against the specialisation it was built for
+# (kernels/_launch.py, Kernel.bind); benchmark runs do not pay for the check.
+case "$mode" in verify*) export HARNESS_CHECK_LAUNCH=${HARNESS_CHECK_LAUNCH:-1} ;; esac
 case "$mode" in
   verify)
     # -v: one PASSED/FAILED line per test as it ends, so a run cut off by its limit still says

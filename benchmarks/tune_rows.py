@@ -42,7 +42,7 @@ import triton.language as tl
 
 import kernels._norm as norm
 from harness.bench.timing import TimingPlan, median, time_interleaved
-from kernels import _activations, _rows, add_mul_act, bias_gelu, glu, linear_act, softmax
+from kernels import _activations, _launch, _rows, add_mul_act, bias_gelu, glu, linear_act, softmax
 from kernels.layer_norm import layer_norm
 from kernels.rms_norm import rms_norm
 
@@ -281,47 +281,58 @@ def _fp32_arithmetic(kernel: Callable[[], object]) -> object:
         norm._WIDE = wide
 
 
+def _forget_softmax() -> None:
+    """Drop what softmax's calls were planned from (tiles, then the per-signature plans)."""
+    softmax._config.cache_clear()
+    _launch.forget_plans()
+
+
+def _forget_norm() -> None:
+    norm._tile.cache_clear()
+    _launch.forget_plans()
+
+
 _NORM_SHAPES = ((8192, 4096, torch.bfloat16), (16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                 (2048, 8192, torch.bfloat16), (1024, 16384, torch.bfloat16))
 
 TARGETS = {
     "softmax": Target(
-        lambda: softmax._GPU_FWD, _set_softmax, softmax._config.cache_clear,
+        lambda: softmax._GPU_FWD, _set_softmax, _forget_softmax,
         # max_block 32768: a 32K-element row held in registers instead of two passes
         {**_ROWS_GRID, "max_block": (16384, 32768)},
         tuple(_softmax_op(*s) for s in ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16),
                                          (32768, 128, torch.float32), (4096, 32768, torch.float32),
                                          (16384, 4096, torch.float16))),
         save=_save_softmax),
-    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
+    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
-    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear, _ROWS_GRID,
+    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     # both norms' forward on the short rows where compile stays ahead, once the row offsets stopped
     # dividing (results/2026-11-24-h100-5): how many rows a program takes, and in how many threads
     "norm_forward_short": Target(
-        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        lambda: norm._GPU_FWD, _set_norm, _forget_norm,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((65536, 256, torch.bfloat16), (32768, 512, torch.bfloat16), (16384, 1024, torch.bfloat16))),
         save=_save_norm),
     # LayerNorm's forward on rows of 16384: one block in registers, or streamed twice in blocks
     "layer_norm_wide": Target(
-        lambda: norm._GPU_FWD, _set_norm, norm._tile.cache_clear,
+        lambda: norm._GPU_FWD, _set_norm, _forget_norm,
         {"max_block": (8192, 16384), "split_block": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op("layer_norm", *s) for s in ((1024, 16384, torch.bfloat16), (2048, 16384, torch.float16))),
         save=_save_norm),
     # the backward of both norms for rows within one block (wider rows: norm_backward_columns); the
     # norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)) if s[1] <= norm._GPU_BWD.max_block),
         save=_save_norm_backward),
     # dropout-add-LayerNorm's backward (the same kernel with DROPOUT): issue 4's fp32 case and bf16
     "dropout_norm_backward": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
@@ -330,7 +341,7 @@ TARGETS = {
     # row tiles and writes one partial row) and whether it loads its next tile ahead, both forced,
     # at the production tiles (the tile overrides stay on; the recorded tile is the shared limits')
     "norm_backward_groups": Target(
-        lambda: norm._GPU_BWD, lambda limits: None, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD, lambda limits: None, _forget_norm,
         {"programs_per_sm": (2, 4), "prefetch": (False, True)},
         (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
@@ -341,7 +352,7 @@ TARGETS = {
     # rows wider than one block (the row-sums kernel, then the column kernel), for the three ops:
     # the column block, the rows a tile and the threads, and programs per SM
     "norm_backward_columns": Target(
-        lambda: norm._GPU_BWD_COLUMNS, _set_norm_columns, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD_COLUMNS, _set_norm_columns, _forget_norm,
         {"split_block": (1024, 2048), "target_elems": (1024, 2048), "thread_bytes": (32, 64),
          "programs_per_sm": (4, 8, 16)},
         (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
@@ -352,7 +363,7 @@ TARGETS = {
     # The JSON records each candidate's tile from _GPU_BWD_COLUMNS as given, a single block at these
     # widths: a columns_from 2048 candidate launches that limits' split_block columns instead.
     "norm_backward_columns_from": Target(
-        lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, _forget_norm,
         {"columns_from": (None, 2048), "programs_per_sm": (None, 4)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((2048, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16), (8192, 2048, torch.bfloat16))),
@@ -360,7 +371,7 @@ TARGETS = {
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, norm._tile.cache_clear,
+        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64), "prefetch": (True,)},
         (_dropout_norm_backward_op(8192, 1024, torch.float32),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16))),
@@ -368,7 +379,7 @@ TARGETS = {
         save=_save_norm_backward, knobs={"prefetch": (norm, "BWD_PREFETCH")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
-        lambda: norm._GPU_FWD_DROPOUT, _set_dropout_norm_forward, norm._tile.cache_clear,
+        lambda: norm._GPU_FWD_DROPOUT, _set_dropout_norm_forward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
@@ -377,7 +388,7 @@ TARGETS = {
     # the activation kernels' backward with grad_bias (bias_gelu, add_mul_act, linear_act's grad_z
     # pass): programs per SM, each walking its group of row tiles and writing one partial row
     "elementwise_backward": Target(
-        lambda: _rows.ELEMENTWISE_BACKWARD_GPU_LIMITS, lambda limits: None, lambda: None,
+        lambda: _rows.ELEMENTWISE_BACKWARD_GPU_LIMITS, lambda limits: None, _launch.forget_plans,
         {"programs_per_sm": (None, 2, 3, 4, 8, 16)},  # None: as many as an SM holds (production)
         (_bias_gelu_backward_op("tanh", 8192, 16384, torch.bfloat16),
          _bias_gelu_backward_op("tanh", 16384, 4096, torch.float16),
@@ -389,21 +400,21 @@ TARGETS = {
         knobs={"programs_per_sm": (_activations, "GPU_PROGRAMS_PER_SM")}),
     # the 16-bit forward tiling: bias-GELU both forms and SwiGLU
     "elementwise": Target(
-        lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, lambda: None,
+        lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, _launch.forget_plans,
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
          _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16))),
     # the fp32 forward tiling (activations in fp64), and the add_mul_act fp32 peer shapes (relu,
     # only the sum in fp64: 96-101% of copy bandwidth, must not regress)
     "elementwise_fp32": Target(
-        lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, lambda: None,
+        lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, _launch.forget_plans,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
         (_bias_gelu_op("tanh", 4096, 16384, torch.float32), _glu_op("silu", 4096, 11008, torch.float32),
          _glu_op("gelu", 4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
          _add_mul_relu_op(262144, 1024, torch.float32))),
     # bias_gelu's exact fp32 forward, bound by its fp64 work: more elements a thread, several rows a program
     "elementwise_compute_bound": Target(
-        lambda: _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS, _set_elementwise_compute_bound, lambda: None,
+        lambda: _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS, _set_elementwise_compute_bound, _launch.forget_plans,
         {"target_elems": (1024, 2048, 4096), "thread_bytes": (16, 32, 64, 128), "max_warps": (8,)},
         (_bias_gelu_op("none", 4096, 16384, torch.float32),)),
 }

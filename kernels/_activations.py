@@ -270,23 +270,29 @@ def _stand_in(device: torch.device) -> torch.Tensor:
     return torch.empty((1, 1), dtype=torch.float64, device=device)
 
 
+def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args, meta: dict) -> int:
+    """Row tiles per program of a backward ``kernel`` that reduces grad_bias over (column block,
+    row group) programs: ``make_args(partials, tiles_per_group)`` gives the kernel's arguments,
+    ``meta`` its constexprs and launch options; ``t`` is the tensor whose device the kernel runs
+    on. The kernel must not specialise on ``tiles_per_group`` (``do_not_specialize``): the variant
+    sized with a stand-in is then the one launched."""
+    if t.device.type != "cuda":
+        return INTERPRETER_TILES_PER_GROUP
+    per_sm = GPU_PROGRAMS_PER_SM
+    if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)
+        with _rows.launch_guard(t):
+            per_sm = resident_programs(kernel, make_args(_stand_in(t.device), 2), meta, t.device)
+    return _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
+
+
 def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args,
                      meta: dict) -> torch.Tensor:
     """Launch a backward ``kernel`` over (column block, row group) programs and return its fp64
-    partial rows of grad_bias, one per group: ``make_args(partials, tiles_per_group)`` gives the
-    kernel's arguments, ``meta`` its constexprs and launch options; ``t`` is the tensor whose
-    device and last dimension the partials follow. The kernel must not specialise on
-    ``tiles_per_group`` (``do_not_specialize``): the variant sized with a stand-in is then the one
-    launched."""
-    n = t.shape[-1]
+    partial rows of grad_bias, one per group (:func:`bias_grad_groups` says what the arguments are;
+    ``t``'s last dimension is the partials')."""
+    tiles_per_group = bias_grad_groups(kernel, t, row_tiles, col_blocks, make_args, meta)
+    partials = torch.empty((triton.cdiv(row_tiles, tiles_per_group), t.shape[-1]), dtype=torch.float64,
+                           device=t.device)
     with _rows.launch_guard(t):
-        if t.device.type != "cuda":
-            tiles_per_group = INTERPRETER_TILES_PER_GROUP
-        else:
-            per_sm = GPU_PROGRAMS_PER_SM
-            if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)
-                per_sm = resident_programs(kernel, make_args(_stand_in(t.device), 2), meta, t.device)
-            tiles_per_group = _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
-        partials = torch.empty((triton.cdiv(row_tiles, tiles_per_group), n), dtype=torch.float64, device=t.device)
         kernel[(col_blocks, partials.shape[0])](*make_args(partials, tiles_per_group), **meta)
     return partials

@@ -39,10 +39,13 @@ too (to compare the two, or to rule this module out).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import triton
 from torch import Tensor
 
@@ -142,12 +145,7 @@ class Kernel:
 
     def _launch(self, grid: tuple[int, ...], args: tuple, meta: dict) -> object:
         if self._direct is None:
-            self._direct = _direct_launch_supported()
-            if self._direct:
-                from triton import knobs
-                from triton.runtime import driver
-
-                self._bind_runtime(knobs, driver.active.get_current_device, driver.active.get_current_stream)
+            self._decide()
         if not self._direct or self._needs_triton(grid, args, meta):
             return self.fn[grid](*args, **meta)
         device = self._device()
@@ -168,6 +166,180 @@ class Kernel:
         run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, self._stream(device), function,
             metadata, None, None, None, *args, *tail)
         return None
+
+    def _decide(self) -> None:
+        """Choose the path at the first launch: the backend is chosen by then."""
+        self._direct = _direct_launch_supported()
+        if self._direct:
+            from triton import knobs
+            from triton.runtime import driver
+
+            self._bind_runtime(knobs, driver.active.get_current_device, driver.active.get_current_stream)
+
+    # -- bound launches: an op's plan holds one for each kernel it launches ----------------------
+
+    def bind(self, grid: tuple[int, ...], args: tuple, meta: dict, *, runtime: int) -> Callable[..., object]:
+        """``kernel[grid](*args, **meta)`` as a launcher for later calls: ``bind(...)(*head)``
+        launches ``kernel[grid](*head, *args[runtime:], **meta)``.
+
+        The first ``runtime`` arguments change from call to call (tensors, eps, a seed); the rest
+        (sizes, strides) are fixed into the launcher. An op keys its plans on everything that
+        decides the fixed arguments and Triton's specialisation of the others (shapes, strides,
+        dtypes, 16-byte alignment, an integer's range), builds a launcher once per key and then
+        launches through it with no key of its own: the op's key is its promise that every
+        ``head`` specialises as ``args[:runtime]`` does. With ``HARNESS_CHECK_LAUNCH=1`` (read
+        here) the launcher verifies that promise on every call (the GPU test runs set it).
+
+        Compiles now (``warmup``, which does not launch). Where the direct path does not apply
+        (the interpreter, Triton's debug mode or instrumentation, hooks installed), the launcher
+        takes Triton's path on every call, as does a direct launcher that finds launch hooks
+        installed after it was built.
+        """
+        fixed = tuple(args[runtime:])
+        through_triton = _TritonLaunch(self.fn, grid, fixed, meta)
+        if self._direct is None:
+            self._decide()
+        device = key = None
+        if self._direct and not self._needs_triton(grid, args, meta):
+            device = self._device()
+            try:
+                key = (device, launch_key(args), tuple(meta.items()), tuple(map(type, meta.values())))
+                hash(key)
+            except (_NotCached, TypeError):  # an argument or keyword this module does not model
+                key = None
+        if key is None:
+            launcher: Callable[..., object] = through_triton
+        else:
+            entry = self._cache.get(key)
+            if entry is None:
+                compiled = self.fn.warmup(*args, grid=grid, **meta)
+                compiled._init_handles()
+                tail = tuple(meta.get(name, default) for name, default in self._params[len(args):])
+                entry = self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
+            run, function, metadata, tail = entry
+            launcher = Launcher(run, (*grid, 1, 1)[:3], function, metadata, fixed + tail, device, self._stream,
+                                self._knobs.runtime, through_triton)
+        if os.environ.get("HARNESS_CHECK_LAUNCH", "0") not in ("", "0"):
+            return _CheckedLauncher(self, launcher, args[:runtime])
+        return launcher
+
+
+class Launcher:
+    """One compiled variant at one grid, with its fixed arguments (:meth:`Kernel.bind`):
+    ``launcher(*head)`` launches it on the current stream of its device."""
+
+    __slots__ = ("_run", "_x", "_y", "_z", "_function", "_metadata", "_tail", "_device", "_stream",
+                 "_runtime", "_triton", "_switch")
+
+    def __init__(self, run: Callable, grid: tuple[int, int, int], function: object, metadata: object, tail: tuple,
+                 device: int, stream: Callable[[int], int], runtime: Any, through_triton: Callable[..., object]):
+        self._run, (self._x, self._y, self._z), self._function, self._metadata = run, grid, function, metadata
+        self._tail, self._device, self._stream, self._runtime = tail, device, stream, runtime
+        self._triton = through_triton
+        # Triton launches in the current device's context: with several GPUs, make ours current
+        self._switch = torch.cuda.device_count() > 1
+
+    def __call__(self, *head: object) -> None:
+        runtime = self._runtime
+        if _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
+            self._triton(*head)  # a profiler watches launches: let Triton call its hooks
+        elif self._switch:
+            with torch.cuda.device(self._device):
+                self._run(self._x, self._y, self._z, self._stream(self._device), self._function, self._metadata,
+                          None, None, None, *head, *self._tail)
+        else:
+            self._run(self._x, self._y, self._z, self._stream(self._device), self._function, self._metadata,
+                      None, None, None, *head, *self._tail)
+
+
+class _TritonLaunch:
+    """A bound launch through Triton's own path, in the context a launch needs: on a GPU, the
+    current device (where several are visible; bound on the device that is current then); under
+    the interpreter, numpy's floating-point warnings silenced, because the kernels rely on IEEE
+    semantics (``-inf - -inf`` is NaN, ``exp(-inf)`` is 0) exactly as the GPU does."""
+
+    __slots__ = ("_fn", "_grid", "_fixed", "_meta", "_context")
+
+    def __init__(self, fn: Any, grid: tuple[int, ...], fixed: tuple, meta: dict):
+        self._fn, self._grid, self._fixed, self._meta = fn, grid, fixed, meta
+        if interpreting():
+            self._context = _quiet_numpy
+        elif torch.cuda.device_count() > 1:
+            device = torch.cuda.current_device()
+            self._context = lambda: torch.cuda.device(device)
+        else:
+            self._context = contextlib.nullcontext
+
+    def __call__(self, *head: object) -> object:
+        with self._context():
+            return self._fn[self._grid](*head, *self._fixed, **self._meta)
+
+
+@contextlib.contextmanager
+def _quiet_numpy():
+    import numpy as np
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+PLAN_LIMIT = 1024
+_PLAN_TABLES: list[dict] = []
+
+
+def plan_table() -> dict:
+    """A new table of an op's plans: what a call signature (layouts, dtypes, options) decides,
+    launchers bound included, worked out at its first call."""
+    table: dict = {}
+    _PLAN_TABLES.append(table)
+    return table
+
+
+def forget_plans() -> None:
+    """Empty every plan table: after a sweep or a test changes a knob that plans were built from
+    (a tile limit, a prefetch rule), or rebinds a global that kernels read."""
+    for table in _PLAN_TABLES:
+        table.clear()
+
+
+def remember(plans: dict, key: object, plan: object) -> object:
+    """Store ``plan`` under ``key`` in an op's plan table and return it. A table that reaches
+    PLAN_LIMIT entries (a workload of ever new shapes) starts afresh rather than grow."""
+    if len(plans) >= PLAN_LIMIT:
+        plans.clear()
+    plans[key] = plan
+    return plan
+
+
+class LaunchPromiseBroken(AssertionError):
+    """A bound launcher got arguments that Triton specialises otherwise than those it was built
+    for: the plan key of the op that holds it misses something (:meth:`Kernel.bind`)."""
+
+
+def specialisation(args: tuple, loose: frozenset[int] = frozenset()) -> tuple:
+    """Each argument's part of :func:`launch_key`, as one tuple per argument; an integer at a
+    position in ``loose`` (a ``do_not_specialize`` parameter) keeps only its range."""
+    return tuple((launch_key((arg,))[0] // 4,) if i in loose and type(arg) is int else launch_key((arg,))
+                 for i, arg in enumerate(args))
+
+
+class _CheckedLauncher:
+    """A bound launcher that first checks the promise behind it (``HARNESS_CHECK_LAUNCH=1``)."""
+
+    def __init__(self, kernel: Kernel, launcher: Callable[..., object], head: tuple):
+        params = getattr(kernel.fn, "params", [])
+        self._loose = frozenset(i for i, p in enumerate(params) if getattr(p, "do_not_specialize", False))
+        self._kernel, self._launcher, self._want = kernel, launcher, specialisation(head, self._loose)
+
+    def __call__(self, *head: object) -> object:
+        got = specialisation(head, self._loose)
+        if got != self._want:
+            raise LaunchPromiseBroken(
+                f"{self._kernel!r}: a launcher bound for arguments specialised as {self._want} got {got}: "
+                "the plan key of the op that holds it misses something"
+            )
+        return self._launcher(*head)
 
 
 def jit(fn: Callable | None = None, **jit_options: Any) -> Kernel | Callable[[Callable], Kernel]:

@@ -569,8 +569,8 @@ def _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W: tl.constexpr, COM
 @_launch.jit(do_not_specialize=["seed", "threshold"])
 def _norm_fwd_kernel(
     x_ptr, res_ptr, xb_ptr, w_ptr, b_ptr, y_ptr, sum_ptr, mask_ptr, stats_ptr,
-    n_rows, n_cols, n_f, eps, w_offset, seed, threshold, scale, scale_lo,
-    x_inner, x_so, x_si, r_inner, r_so, r_si,
+    eps, w_offset, seed, threshold, scale, scale_lo,  # per call; the rest is fixed by the layout
+    n_rows, n_cols, n_f, x_inner, x_so, x_si, r_inner, r_so, r_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SPLIT: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, HAS_B: tl.constexpr, DROPOUT_ADD: tl.constexpr, HAS_XBIAS: tl.constexpr, DRAW: tl.constexpr,
     STORE_SUM: tl.constexpr, STORE_MASK: tl.constexpr, STORE_STATS: tl.constexpr, EVEN: tl.constexpr,
@@ -724,7 +724,7 @@ def _given_row_means(sums_ptr, rows, row_ok, n_rows, n_f, RMS: tl.constexpr, PRE
 
 @_launch.jit
 def _norm_bwd_row_sums_kernel(
-    s_ptr, dy_ptr, w_ptr, stats_ptr, sums_ptr, n_rows, n_cols, w_offset,
+    s_ptr, dy_ptr, w_ptr, stats_ptr, sums_ptr, w_offset, n_rows, n_cols,
     s_inner, s_so, s_si, g_inner, g_so, g_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, RMS: tl.constexpr, HAS_W: tl.constexpr, COMPUTE: tl.constexpr,
 ):
@@ -748,9 +748,9 @@ def _norm_bwd_row_sums_kernel(
 
 @_launch.jit(do_not_specialize=["seed", "threshold"])
 def _norm_bwd_kernel(
-    s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, sums_ptr, ds_ptr, dx_ptr, dw_part, db_part, dxb_part,
-    n_rows, n_cols, n_f, w_offset, seed, threshold, scale, scale_lo, tiles_per_group,
-    s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
+    s_ptr, dy_ptr, dsum_ptr, w_ptr, stats_ptr, sums_ptr, ds_ptr, dx_ptr, part_ptr,
+    w_offset, seed, threshold, scale, scale_lo,  # per call; the rest is fixed by the layout
+    n_rows, n_cols, n_f, tiles_per_group, s_inner, s_so, s_si, g_inner, g_so, g_si, h_inner, h_so, h_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, SUMS_GIVEN: tl.constexpr, RMS: tl.constexpr,
     HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr, DXB: tl.constexpr,
     DROPOUT: tl.constexpr, HAS_DSUM: tl.constexpr, DRAW: tl.constexpr, PREFETCH: tl.constexpr,
@@ -761,8 +761,16 @@ def _norm_bwd_kernel(
     # DROPOUT, dx = ds * keep * scale too (the gradient of the dropped input). Partial sums of this
     # group's rows: dw (dy * xhat), db (dy), dxb (dx), one row each per group, in ACC. A row that
     # fits the block gives its own c1 and c2; with SUMS_GIVEN (rows wider than a block) they come
-    # from the row-sums kernel's sums_ptr.
+    # from the row-sums kernel's sums_ptr. The partial sums asked for lie in part_ptr in that order
+    # (dw, db, dxb), one [groups, n_cols] block each.
     group = tl.program_id(0)
+    dw_part = part_ptr
+    db_part = part_ptr
+    if DW:
+        db_part += tl.num_programs(0).to(tl.int64) * n_cols
+    dxb_part = db_part
+    if DB:
+        dxb_part += tl.num_programs(0).to(tl.int64) * n_cols
     if SUMS_GIVEN:
         start = tl.program_id(1) * BLOCK
     else:
@@ -862,6 +870,30 @@ class Forward(NamedTuple):
     stats: torch.Tensor | None
 
 
+# A call's host work is a dictionary lookup and its allocations: each direction keeps a plan per
+# call signature (every input's layout, dtype, device and 16-byte alignment, the options): the
+# tiles, grids and fixed kernel arguments worked out once, and launchers bound to them
+# (``_launch.Kernel.bind``). A sweep that changes the knobs above calls ``_launch.forget_plans()``.
+_FORWARD_PLANS = _launch.plan_table()
+_BACKWARD_PLANS = _launch.plan_table()
+_INT32_MAX = 2**31 - 1
+
+
+def _vector_key(v: torch.Tensor | None) -> tuple[bool, bool] | None:
+    """What decides how a per-column vector is passed: contiguous (else copied), 16-byte aligned."""
+    return None if v is None else (v.is_contiguous(), v.data_ptr() & 15 == 0)
+
+
+def _rows_key(t: torch.Tensor | None) -> tuple | None:
+    """What decides how a (..., N) tensor is read as rows (beside a shape the caller checked)."""
+    return None if t is None else (t.stride(), t.data_ptr() & 15 == 0)
+
+
+def _dropout_key(dropout: Dropout | None) -> tuple[bool, bool] | None:
+    """What dropout's parameters decide: whether it draws, and the seed's integer width."""
+    return None if dropout is None else (dropout.threshold >= 0, dropout.seed > _INT32_MAX)
+
+
 def forward(
     x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, *, eps: float, rms: bool,
     w_offset: float = 0.0, residual: torch.Tensor | None = None, xbias: torch.Tensor | None = None,
@@ -869,41 +901,88 @@ def forward(
 ) -> Forward:
     """Normalise the rows of ``x`` (or of ``dropout(x + xbias) + residual`` when ``dropout`` is given).
 
-    Inputs are validated by the caller. ``store_sum`` asks for s (dropout-add-norm; always stored
-    when a row spans several blocks, since the second pass reads it back). ``store_stats=False``
-    (no backward to come) leaves the row statistics unwritten and ``stats`` None: dropout-add-norm's
-    graph-free forward, which ran 3.5-8.5% faster so on the H100. The plain norms store them anyway
-    (docs/design-notes.md).
+    Inputs are validated by the caller (residual: x's shape, dtype and device). ``store_sum`` asks
+    for s (dropout-add-norm; always stored when a row spans several blocks, since the second pass
+    reads it back). ``store_stats=False`` (no backward to come) leaves the row statistics
+    unwritten and ``stats`` None: dropout-add-norm's graph-free forward, which ran 3.5-8.5% faster
+    so on the H100. The plain norms store them anyway (docs/design-notes.md).
     """
-    dropout_add = dropout is not None
-    n = x.shape[-1]
-    # Per-column vectors are read as dense rows: a strided or expanded one is copied (N elements).
-    weight, bias, xbias = (v.contiguous() if v is not None else None for v in (weight, bias, xbias))
-    y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    src = _rows.row_layout(x)
-    stats = torch.empty((3, src.rows), dtype=_stats_dtype(x.dtype), device=x.device) if store_stats else None
-    tile = _tile(n, x.dtype, backward=False, dropout=dropout_add)
-    split = tile.col_blocks > 1
-    store_sum = dropout_add and (store_sum or split)
-    s = torch.empty_like(x, memory_format=torch.contiguous_format) if store_sum else None
-    mask = torch.empty(x.shape, dtype=torch.bool, device=x.device) if store_mask else None
-    if y.numel() == 0:
+    key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _vector_key(weight), _vector_key(bias),
+           _vector_key(xbias), _rows_key(residual), _dropout_key(dropout), rms, store_sum, store_mask, store_stats)
+    plan = _FORWARD_PLANS.get(key)
+    if plan is None:
+        plan = _launch.remember(_FORWARD_PLANS, key, _ForwardPlan(
+            x, weight, bias, residual, xbias, dropout, rms=rms, store_sum=store_sum, store_mask=store_mask,
+            store_stats=store_stats))
+    return plan(x, weight, bias, residual, xbias, eps, w_offset, dropout or _NO_DROPOUT)
+
+
+class _ForwardPlan:
+    """A forward call signature's tiles, outputs and bound launcher (see ``_FORWARD_PLANS``)."""
+
+    def __init__(self, x, weight, bias, residual, xbias, dropout, *, rms, store_sum, store_mask, store_stats):
+        dropout_add = dropout is not None
+        n = x.shape[-1]
+        tile = _tile(n, x.dtype, backward=False, dropout=dropout_add)
+        split = tile.col_blocks > 1
+        self.store_sum = dropout_add and (store_sum or split)
+        self.store_mask, self.store_stats = store_mask, store_stats
+        # Per-column vectors are read as dense rows: a strided one is copied (N elements); a row
+        # layout that does not fold into (row, stride) groups is copied whole (_rows.row_layout).
+        self.copy_vectors = any(v is not None and not v.is_contiguous() for v in (weight, bias, xbias))
+        src = _rows.row_layout(x)
+        res = _rows.row_layout(residual) if dropout_add else src
+        self.copy_x, self.copy_residual = src.copied, dropout_add and res.copied
+        self.stats_shape = (3, src.rows)
+        self.stats_dtype = _stats_dtype(x.dtype)
+        self.launch = None
+        if x.numel() == 0:
+            return
+        weight, bias, xbias = self._vectors(weight, bias, xbias)
+        outputs = self._outputs(src.tensor)
+        drop = dropout or _NO_DROPOUT
+        head = self._head(src.tensor, res.tensor, weight, bias, xbias, *outputs, 1e-5, 0.0, drop)
+        fixed = (src.rows, n, float(n), *src.kernel_args(), *res.kernel_args())
+        self.launch = _norm_fwd_kernel.bind(
+            (triton.cdiv(src.rows, tile.rows),), head + fixed, dict(
+                BLOCK=tile.block, ROWS=tile.rows, SPLIT=split, RMS=rms, HAS_W=weight is not None,
+                HAS_B=bias is not None, DROPOUT_ADD=dropout_add, HAS_XBIAS=xbias is not None,
+                DRAW=drop.threshold >= 0, STORE_SUM=self.store_sum, STORE_MASK=store_mask, STORE_STATS=store_stats,
+                EVEN=even_tiles(src.rows, n, tile), num_warps=tile.num_warps, **_numerics(x.dtype),
+            ), runtime=len(head))
+
+    def _vectors(self, *vectors):
+        if self.copy_vectors:
+            return tuple(v.contiguous() if v is not None else None for v in vectors)
+        return vectors
+
+    def _outputs(self, x: torch.Tensor) -> tuple:
+        """y, s, mask, stats for a call on x (s, mask, stats None where not stored)."""
+        y = torch.empty_like(x, memory_format=torch.contiguous_format)
+        stats = torch.empty(self.stats_shape, dtype=self.stats_dtype, device=x.device) if self.store_stats else None
+        s = torch.empty_like(x, memory_format=torch.contiguous_format) if self.store_sum else None
+        mask = torch.empty(x.shape, dtype=torch.bool, device=x.device) if self.store_mask else None
+        return y, s, mask, stats
+
+    @staticmethod
+    def _head(x, residual, weight, bias, xbias, y, s, mask, stats, eps, w_offset, drop: Dropout) -> tuple:
+        """The kernel's per-call arguments; an absent tensor stands in as another one, never read."""
+        return (x, residual, x if xbias is None else xbias, x if weight is None else weight,
+                x if bias is None else bias, y, y if s is None else s, y if mask is None else mask,
+                y if stats is None else stats, eps, w_offset, *drop)
+
+    def __call__(self, x, weight, bias, residual, xbias, eps: float, w_offset: float, drop: Dropout) -> Forward:
+        if self.copy_x:
+            x = x.contiguous()
+        if self.copy_residual:
+            residual = residual.contiguous()
+        y, s, mask, stats = outputs = self._outputs(x)
+        if self.launch is not None:
+            if self.copy_vectors:
+                weight, bias, xbias = self._vectors(weight, bias, xbias)
+            self.launch(*self._head(x, x if residual is None else residual, weight, bias, xbias, *outputs, eps,
+                                    w_offset, drop))
         return Forward(y, s, mask, stats)
-    res = _rows.row_layout(residual) if dropout_add else src
-    drop = dropout or _NO_DROPOUT
-    with _rows.launch_guard(x):
-        _norm_fwd_kernel[(triton.cdiv(src.rows, tile.rows),)](
-            src.tensor, res.tensor, x if xbias is None else xbias, x if weight is None else weight,
-            x if bias is None else bias, y, y if s is None else s, y if mask is None else mask,
-            y if stats is None else stats,
-            src.rows, n, float(n), eps, w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo,
-            *src.kernel_args(), *res.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, SPLIT=split, RMS=rms, HAS_W=weight is not None,
-            HAS_B=bias is not None, DROPOUT_ADD=dropout_add, HAS_XBIAS=xbias is not None, DRAW=drop.threshold >= 0,
-            STORE_SUM=store_sum, STORE_MASK=store_mask, STORE_STATS=store_stats,
-            EVEN=even_tiles(src.rows, n, tile), num_warps=tile.num_warps, **_numerics(x.dtype),
-        )
-    return Forward(y, s, mask, stats)
 
 
 # The forward masks nothing where every tile is full, for rows of up to this many columns. On the
@@ -937,66 +1016,120 @@ def backward(
     """Gradients of a :func:`forward` call.
 
     ``src`` is what was normalised (x, or the stored s of dropout-add-norm); ``dy`` the gradient of
-    the output; ``dsum`` that of the returned prenorm sum, if any. ``ds`` is the gradient of the
-    normalised rows; with ``dropout``, ``dx = ds * keep * scale`` is the gradient of the dropped
-    input. dweight, dbias (of the norm) and dxbias (of the bias added before dropout) are column
-    sums, reduced without atomics (module docstring).
+    the output; ``dsum`` that of the returned prenorm sum, if any (both of src's shape, dtype and
+    device); ``stats`` the forward's. ``ds`` is the gradient of the normalised rows; with
+    ``dropout``, ``dx = ds * keep * scale`` is the gradient of the dropped input. dweight, dbias
+    (of the norm) and dxbias (of the bias added before dropout) are column sums, reduced without
+    atomics (module docstring).
     """
-    n = src.shape[-1]
-    dtype = src.dtype
-    weight = weight.contiguous() if weight is not None else None
-    ds = torch.empty_like(src, dtype=dtype, memory_format=torch.contiguous_format)
-    dx = torch.empty_like(src, dtype=dtype, memory_format=torch.contiguous_format) if dropout is not None else None
-    need_dweight = need_dweight and weight is not None
-    need_dxbias = need_dxbias and dropout is not None
-    parts = int(need_dweight) + int(need_dbias) + int(need_dxbias)
-    if ds.numel() == 0:
-        sums = torch.zeros((parts, n), dtype=dtype, device=src.device)
-        return _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias)
-    s_rows = _rows.row_layout(src)
-    g_rows = _rows.row_layout(dy)
-    h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
-    tile = _tile(n, dtype, backward=True, dropout=dropout is not None)
-    row_tiles = triton.cdiv(s_rows.rows, tile.rows)
-    tiles_per_group = _tiles_per_group(src, row_tiles, tile.col_blocks, _bwd_programs_per_sm(tile.col_blocks > 1))
-    groups = triton.cdiv(row_tiles, tiles_per_group)
-    numerics = _numerics(dtype)
-    acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32
-    partials = torch.empty((parts, groups, n) if parts else (1,), dtype=acc_dtype, device=src.device)
-    views = iter(partials.unbind(0) if parts else ())
-    dw_part = next(views) if need_dweight else partials
-    db_part = next(views) if need_dbias else partials
-    dxb_part = next(views) if need_dxbias else partials
-    sums_given = tile.col_blocks > 1
-    # stats stands in for the row sums where the one-block kernel never reads them
-    sums_shape = (1 if rms else 2, tile.col_blocks, s_rows.rows)
-    row_sums = torch.empty(sums_shape, dtype=_stats_dtype(dtype), device=src.device) if sums_given else stats
-    drop = dropout or _NO_DROPOUT
-    with _rows.launch_guard(src):
-        if sums_given:
-            _norm_bwd_row_sums_kernel[(row_tiles, tile.col_blocks)](
-                s_rows.tensor, g_rows.tensor, src if weight is None else weight, stats, row_sums,
-                s_rows.rows, n, w_offset, *s_rows.kernel_args(), *g_rows.kernel_args(),
-                BLOCK=tile.block, ROWS=tile.rows, RMS=rms, HAS_W=weight is not None, COMPUTE=numerics["COMPUTE"],
-                num_warps=tile.num_warps,
-            )
-        _norm_bwd_kernel[(groups, tile.col_blocks)](
-            s_rows.tensor, g_rows.tensor, h_rows.tensor, src if weight is None else weight, stats, row_sums, ds,
-            ds if dx is None else dx, dw_part, db_part, dxb_part,
-            s_rows.rows, n, float(n), w_offset, drop.seed, drop.threshold, drop.scale, drop.scale_lo, tiles_per_group,
-            *s_rows.kernel_args(), *g_rows.kernel_args(), *h_rows.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, SUMS_GIVEN=sums_given, RMS=rms, HAS_W=weight is not None,
-            DW=need_dweight, DB=need_dbias, DXB=need_dxbias, DROPOUT=dropout is not None, DRAW=drop.threshold >= 0,
-            HAS_DSUM=dsum is not None, PREFETCH=_bwd_prefetch(n, dtype, rms, dropout is not None),
-            num_warps=tile.num_warps, **numerics,
-        )
-        sums = torch.empty((parts, n), dtype=dtype, device=src.device)
-        if parts:
+    key = (src.shape, src.stride(), src.dtype, src.device, src.data_ptr() & 15 == 0, _rows_key(dy), _rows_key(dsum),
+           _vector_key(weight), _dropout_key(dropout), rms, need_dweight, need_dbias, need_dxbias)
+    plan = _BACKWARD_PLANS.get(key)
+    if plan is None:
+        plan = _launch.remember(_BACKWARD_PLANS, key, _BackwardPlan(
+            src, dy, weight, stats, dsum, dropout, rms=rms, need_dweight=need_dweight, need_dbias=need_dbias,
+            need_dxbias=need_dxbias))
+    return plan(src, dy, weight, stats, dsum, w_offset, dropout or _NO_DROPOUT)
+
+
+class _BackwardPlan:
+    """A backward call signature's tiles, buffers and bound launchers (see ``_BACKWARD_PLANS``)."""
+
+    def __init__(self, src, dy, weight, stats, dsum, dropout, *, rms, need_dweight, need_dbias, need_dxbias):
+        n = src.shape[-1]
+        dtype = src.dtype
+        self.dropout = dropout is not None
+        self.need_dweight = need_dweight and weight is not None
+        self.need_dbias = need_dbias
+        self.need_dxbias = need_dxbias and dropout is not None
+        self.parts = int(self.need_dweight) + int(self.need_dbias) + int(self.need_dxbias)
+        self.n = n
+        self.copy_weight = weight is not None and not weight.is_contiguous()
+        s_rows, g_rows = _rows.row_layout(src), _rows.row_layout(dy)
+        h_rows = _rows.row_layout(dsum) if dsum is not None else g_rows
+        self.copy_src, self.copy_dy, self.copy_dsum = s_rows.copied, g_rows.copied, dsum is not None and h_rows.copied
+        self.launches = ()
+        if src.numel() == 0:
+            return
+        tile = _tile(n, dtype, backward=True, dropout=self.dropout)
+        row_tiles = triton.cdiv(s_rows.rows, tile.rows)
+        tiles_per_group = _tiles_per_group(src, row_tiles, tile.col_blocks, _bwd_programs_per_sm(tile.col_blocks > 1))
+        groups = triton.cdiv(row_tiles, tiles_per_group)
+        numerics = _numerics(dtype)
+        acc_dtype = torch.float64 if numerics["ACC"] == tl.float64 else torch.float32
+        self.partials_shape = ((self.parts, groups, n) if self.parts else (1,), acc_dtype)
+        # The row sums of rows wider than a block; stats stands in where the one-block kernel never reads them.
+        self.sums_given = tile.col_blocks > 1
+        self.row_sums_shape = ((1 if rms else 2, tile.col_blocks, s_rows.rows), _stats_dtype(dtype))
+        weight = weight.contiguous() if self.copy_weight else weight
+        ds, dx, partials, row_sums, sums = self._buffers(s_rows.tensor, stats)
+        drop = dropout or _NO_DROPOUT
+        launches = []
+        if self.sums_given:
+            launches.append(_norm_bwd_row_sums_kernel.bind(
+                (row_tiles, tile.col_blocks),
+                (s_rows.tensor, g_rows.tensor, s_rows.tensor if weight is None else weight, stats, row_sums, 0.0,
+                 s_rows.rows, n, *s_rows.kernel_args(), *g_rows.kernel_args()),
+                dict(BLOCK=tile.block, ROWS=tile.rows, RMS=rms, HAS_W=weight is not None, COMPUTE=numerics["COMPUTE"],
+                     num_warps=tile.num_warps),
+                runtime=6))
+        head = self._head(s_rows.tensor, g_rows.tensor, h_rows.tensor, weight, stats, row_sums, ds, dx, partials,
+                          0.0, drop)
+        launches.append(_norm_bwd_kernel.bind(
+            (groups, tile.col_blocks),
+            head + (s_rows.rows, n, float(n), tiles_per_group, *s_rows.kernel_args(), *g_rows.kernel_args(),
+                    *h_rows.kernel_args()),
+            dict(BLOCK=tile.block, ROWS=tile.rows, SUMS_GIVEN=self.sums_given, RMS=rms, HAS_W=weight is not None,
+                 DW=self.need_dweight, DB=need_dbias, DXB=self.need_dxbias, DROPOUT=self.dropout,
+                 DRAW=drop.threshold >= 0, HAS_DSUM=dsum is not None,
+                 PREFETCH=_bwd_prefetch(n, dtype, rms, self.dropout), num_warps=tile.num_warps, **numerics),
+            runtime=len(head)))
+        if self.parts:
             group_tile, block = _rows.limits_for_backend(_GPU_PART, _INTERPRETER_PART)
-            _sum_partials_kernel[(parts, triton.cdiv(n, block))](
-                partials, sums, groups, n, GROUPS=group_tile, BLOCK=block, ACC=numerics["ACC"],
-            )
-    return _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias)
+            launches.append(_sum_partials_kernel.bind(
+                (self.parts, triton.cdiv(n, block)), (partials, sums, groups, n),
+                dict(GROUPS=group_tile, BLOCK=block, ACC=numerics["ACC"]), runtime=2))
+        self.launches = tuple(launches)
+
+    def _buffers(self, src: torch.Tensor, stats: torch.Tensor) -> tuple:
+        """ds, dx (None without dropout), the partial sums, the row sums (stats where the kernel
+        never reads them) and the column sums, for a call on src."""
+        ds = torch.empty_like(src, memory_format=torch.contiguous_format)
+        dx = torch.empty_like(src, memory_format=torch.contiguous_format) if self.dropout else None
+        sums = torch.empty((self.parts, self.n), dtype=src.dtype, device=src.device)
+        if src.numel() == 0:
+            return ds, dx, None, None, sums.zero_()
+        shape, dtype = self.partials_shape
+        partials = torch.empty(shape, dtype=dtype, device=src.device)
+        shape, dtype = self.row_sums_shape
+        row_sums = torch.empty(shape, dtype=dtype, device=src.device) if self.sums_given else stats
+        return ds, dx, partials, row_sums, sums
+
+    @staticmethod
+    def _head(src, dy, dsum, weight, stats, row_sums, ds, dx, partials, w_offset, drop: Dropout) -> tuple:
+        """The backward kernel's per-call arguments; an absent tensor stands in as another, never read."""
+        return (src, dy, dsum, src if weight is None else weight, stats, row_sums, ds, ds if dx is None else dx,
+                partials, w_offset, *drop)
+
+    def __call__(self, src, dy, weight, stats, dsum, w_offset: float, drop: Dropout) -> Backward:
+        if self.copy_src:
+            src = src.contiguous()
+        if self.copy_dy:
+            dy = dy.contiguous()
+        if self.copy_dsum:
+            dsum = dsum.contiguous()
+        if self.copy_weight:
+            weight = weight.contiguous()
+        ds, dx, partials, row_sums, sums = self._buffers(src, stats)
+        launches = self.launches
+        if launches:
+            if self.sums_given:
+                launches[0](src, dy, src if weight is None else weight, stats, row_sums, w_offset)
+            launches[1 if self.sums_given else 0](*self._head(
+                src, dy, dy if dsum is None else dsum, weight, stats, row_sums, ds, dx, partials, w_offset, drop))
+            if self.parts:
+                launches[-1](partials, sums)
+        return _assemble(ds, dx, sums, self.need_dweight, self.need_dbias, self.need_dxbias)
 
 
 def _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias) -> Backward:

@@ -32,6 +32,7 @@ import contextlib
 import functools
 import math
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -125,6 +126,23 @@ def row_layout(t: torch.Tensor) -> RowLayout:
         return RowLayout(t, *plan, False)
     t = t.contiguous()
     return RowLayout(t, *_layout_plan(t.shape, t.stride()), True)
+
+
+def copying(launch: Callable[..., object], copied: tuple[bool, ...]) -> Callable[..., object]:
+    """A bound launcher (``_launch.Kernel.bind``) for calls whose leading head arguments include
+    row layouts that must be copied (``RowLayout.copied``, flagged in ``copied``): each call copies
+    those (``.contiguous()``: fresh, so aligned as the copy the launcher was bound with) first."""
+    if not any(copied):
+        return launch
+    count = len(copied)
+
+    def call(*head):
+        return launch(*[t.contiguous() if copy else t for t, copy in zip(head, copied)], *head[count:])
+    return call
+
+
+def nothing(*args: object) -> None:
+    """The plan of an empty tensor: no launch."""
 
 
 @triton.jit

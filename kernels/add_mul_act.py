@@ -61,7 +61,7 @@ def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
 
 @_launch.jit
 def _add_mul_act_fwd_kernel(
-    x_ptr, y_ptr, b_ptr, out_ptr, n_rows, n_cols, alpha,
+    x_ptr, y_ptr, b_ptr, out_ptr, alpha, n_rows, n_cols,
     x_inner, x_so, x_si, y_inner, y_so, y_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
@@ -74,7 +74,7 @@ def _add_mul_act_fwd_kernel(
 
 @_launch.jit(do_not_specialize=["tiles_per_group"])
 def _add_mul_act_bwd_kernel(
-    x_ptr, y_ptr, b_ptr, g_ptr, gx_ptr, gy_ptr, partial_ptr, n_rows, n_cols, alpha, tiles_per_group,
+    x_ptr, y_ptr, b_ptr, g_ptr, gx_ptr, gy_ptr, partial_ptr, alpha, n_rows, n_cols, tiles_per_group,
     x_inner, x_so, x_si, y_inner, y_so, y_si, g_inner, g_so, g_si,
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
@@ -102,20 +102,38 @@ def _add_mul_act_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
+# A call's host work is a dictionary lookup: a plan per call signature (layouts, dtype, device,
+# alignment, activation) holds the launcher bound to its grid and fixed arguments
+# (_launch.Kernel.bind), and the backward's row grouping.
+_FORWARD_PLANS = _launch.plan_table()
+_BACKWARD_PLANS = _launch.plan_table()
+
+
+def _key(x, y, bias, activation: str) -> tuple:
+    return (x.shape, x.stride(), y.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0,
+            bias.is_contiguous(), bias.data_ptr() & 15 == 0, activation)
+
+
 def _forward(x, y, bias, alpha: float, activation: str) -> torch.Tensor:
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    key = _key(x, y, bias, activation)
+    plan = _FORWARD_PLANS.get(key) or _launch.remember(_FORWARD_PLANS, key, _forward_plan(x, y, bias, out, activation))
+    plan(x, y, bias, out, alpha)
+    return out
+
+
+def _forward_plan(x, y, bias, out, activation: str):
     if out.numel() == 0:
-        return out
+        return _rows.nothing
     xl, yl = _rows.row_layout(x), _rows.row_layout(y)
     tile = _rows.elementwise_tile(xl.n, x.dtype)
-    with _rows.launch_guard(x):
-        _add_mul_act_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
-            xl.tensor, yl.tensor, bias.contiguous(), out, xl.rows, xl.n, alpha,
-            *xl.kernel_args(), *yl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
-            num_warps=tile.num_warps,
-        )
-    return out
+    launch = _add_mul_act_fwd_kernel.bind(
+        _rows.tile_grid(xl.rows, tile),
+        (xl.tensor, yl.tensor, bias.contiguous(), out, 1.0, xl.rows, xl.n, *xl.kernel_args(), *yl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
+             num_warps=tile.num_warps),
+        runtime=5)
+    return _rows.copying(launch, (xl.copied, yl.copied, not bias.is_contiguous()))
 
 
 def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
@@ -124,24 +142,48 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor):
     grad_bias is ``partials.sum(0)`` cast to the input dtype; kept separate so the reduction step
     is visible (and testable) on its own.
     """
-    grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-    grad_y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    n = x.shape[-1]
-    if grad_x.numel() == 0:
-        return grad_x, grad_y, torch.zeros((1, n), dtype=torch.float64, device=x.device)
-    xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
-    tile = _rows.elementwise_tile(n, x.dtype, backward=True)
-    row_tiles = triton.cdiv(xl.rows, tile.rows)
-    bias = bias.contiguous()
-    partials = _activations.launch_bias_grad(
-        _add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks,
-        lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_y, partials,
-                                           xl.rows, n, alpha, tiles_per_group,
-                                           *xl.kernel_args(), *yl.kernel_args(), *gl.kernel_args()),
-        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
-             num_warps=tile.num_warps),
-    )
-    return grad_x, grad_y, partials
+    key = (_key(x, y, bias, activation), grad.stride(), grad.data_ptr() & 15 == 0)
+    plan = _BACKWARD_PLANS.get(key) or _launch.remember(_BACKWARD_PLANS, key, _BackwardPlan(x, y, bias, activation, grad))
+    return plan(x, y, bias, grad, alpha)
+
+
+class _BackwardPlan:
+    """A backward call signature's row grouping and bound launcher."""
+
+    def __init__(self, x, y, bias, activation: str, grad):
+        n = x.shape[-1]
+        self.launch = None
+        self.partials_shape = (1, n)
+        if x.numel() == 0:
+            return
+        xl, yl, gl = _rows.row_layout(x), _rows.row_layout(y), _rows.row_layout(grad)
+        tile = _rows.elementwise_tile(n, x.dtype, backward=True)
+        row_tiles = triton.cdiv(xl.rows, tile.rows)
+        copy_bias = not bias.is_contiguous()
+        bias = bias.contiguous()
+        meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
+                    num_warps=tile.num_warps)
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+
+        def args(partials, tiles_per_group):
+            return (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_x, partials, 1.0, xl.rows, n, tiles_per_group,
+                    *xl.kernel_args(), *yl.kernel_args(), *gl.kernel_args())
+        tiles_per_group = _activations.bias_grad_groups(_add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks, args,
+                                                        meta)
+        self.partials_shape = (triton.cdiv(row_tiles, tiles_per_group), n)
+        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
+        launch = _add_mul_act_bwd_kernel.bind((tile.col_blocks, self.partials_shape[0]),
+                                              args(partials, tiles_per_group), meta, runtime=8)
+        self.launch = _rows.copying(launch, (xl.copied, yl.copied, copy_bias, gl.copied))
+
+    def __call__(self, x, y, bias, grad, alpha: float):
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+        grad_y = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if self.launch is None:
+            return grad_x, grad_y, torch.zeros(self.partials_shape, dtype=torch.float64, device=x.device)
+        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
+        self.launch(x, y, bias, grad, grad_x, grad_y, partials, alpha)
+        return grad_x, grad_y, partials
 
 
 class _AddMulAct(torch.autograd.Function):

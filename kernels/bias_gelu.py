@@ -83,40 +83,83 @@ def _bias_gelu_bwd_kernel(
     tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 
 
+# A call's host work is a dictionary lookup: a plan per call signature (layouts, dtype, device,
+# alignment, approximation) holds the launcher bound to its grid and fixed arguments
+# (_launch.Kernel.bind), and the backward's row grouping.
+_FORWARD_PLANS = _launch.plan_table()
+_BACKWARD_PLANS = _launch.plan_table()
+
+
+def _key(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> tuple:
+    return (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, bias.is_contiguous(),
+            bias.data_ptr() & 15 == 0, approximate)
+
+
 def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Tensor:
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    key = _key(x, bias, approximate)
+    plan = _FORWARD_PLANS.get(key) or _launch.remember(_FORWARD_PLANS, key, _forward_plan(x, bias, out, approximate))
+    plan(x, bias, out)
+    return out
+
+
+def _forward_plan(x, bias, out, approximate: str):
     if out.numel() == 0:
-        return out
+        return _rows.nothing
     xl = _rows.row_layout(x)
     # exact gelu's fp32 forward is bound by its fp64 work (_rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS)
     tile = _rows.elementwise_tile(xl.n, x.dtype, compute_bound=approximate == "none")
-    with _rows.launch_guard(x):
-        _bias_gelu_fwd_kernel[_rows.tile_grid(xl.rows, tile)](
-            xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
-            num_warps=tile.num_warps,
-        )
-    return out
+    launch = _bias_gelu_fwd_kernel.bind(
+        _rows.tile_grid(xl.rows, tile), (xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
+             num_warps=tile.num_warps),
+        runtime=3)
+    return _rows.copying(launch, (xl.copied, not bias.is_contiguous()))
 
 
 def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch.Tensor):
     """(grad_x, grad_bias partial sums: fp64, one row per row group)."""
-    grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-    n = x.shape[-1]
-    if grad_x.numel() == 0:
-        return grad_x, torch.zeros((1, n), dtype=torch.float64, device=x.device)
-    xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
-    tile = _rows.elementwise_tile(n, x.dtype, backward=True)
-    row_tiles = triton.cdiv(xl.rows, tile.rows)
-    bias = bias.contiguous()
-    partials = _activations.launch_bias_grad(
-        _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
-        lambda partials, tiles_per_group: (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n,
-                                           tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
-        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
-             num_warps=tile.num_warps),
-    )
-    return grad_x, partials
+    key = (_key(x, bias, approximate), grad.stride(), grad.data_ptr() & 15 == 0)
+    plan = _BACKWARD_PLANS.get(key) or _launch.remember(_BACKWARD_PLANS, key, _BackwardPlan(x, bias, approximate, grad))
+    return plan(x, bias, grad)
+
+
+class _BackwardPlan:
+    """A backward call signature's row grouping and bound launcher."""
+
+    def __init__(self, x, bias, approximate: str, grad):
+        n = x.shape[-1]
+        self.launch = None
+        self.partials_shape = (1, n)
+        if x.numel() == 0:
+            return
+        xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
+        tile = _rows.elementwise_tile(n, x.dtype, backward=True)
+        row_tiles = triton.cdiv(xl.rows, tile.rows)
+        copy_bias = not bias.is_contiguous()
+        bias = bias.contiguous()
+        meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
+                    num_warps=tile.num_warps)
+
+        def args(grad_x, partials, tiles_per_group):
+            return (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n, tiles_per_group,
+                    *xl.kernel_args(), *gl.kernel_args())
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+        tiles_per_group = _activations.bias_grad_groups(
+            _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks, lambda p, t: args(grad_x, p, t), meta)
+        self.partials_shape = (triton.cdiv(row_tiles, tiles_per_group), n)
+        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
+        launch = _bias_gelu_bwd_kernel.bind((tile.col_blocks, self.partials_shape[0]),
+                                            args(grad_x, partials, tiles_per_group), meta, runtime=5)
+        self.launch = _rows.copying(launch, (xl.copied, copy_bias, gl.copied))
+
+    def __call__(self, x, bias, grad):
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if self.launch is None:
+            return grad_x, torch.zeros(self.partials_shape, dtype=torch.float64, device=x.device)
+        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
+        self.launch(x, bias, grad, grad_x, partials)
+        return grad_x, partials
 
 
 class _BiasGelu(torch.autograd.Function):

@@ -71,33 +71,55 @@ def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool):
     return tile, _rows.tile_grid(layout.rows, tile)
 
 
+# A call's host work is a dictionary lookup: a plan per call signature (layouts, dtype, device,
+# alignment, activation) holds the launcher bound to its grid and fixed arguments (_launch.Kernel.bind).
+_FORWARD_PLANS = _launch.plan_table()
+_BACKWARD_PLANS = _launch.plan_table()
+
+
 def _forward(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
     out = torch.empty_like(a, memory_format=torch.contiguous_format)
+    key = (a.shape, a.stride(), b.stride(), a.dtype, a.device, a.data_ptr() & 15 == 0, b.data_ptr() & 15 == 0,
+           activation)
+    plan = _FORWARD_PLANS.get(key) or _launch.remember(_FORWARD_PLANS, key, _forward_plan(a, b, out, activation))
+    plan(a, b, out)
+    return out
+
+
+def _forward_plan(a, b, out, activation: str):
     if out.numel() == 0:
-        return out
+        return _rows.nothing
     al, bl = _rows.row_layout(a), _rows.row_layout(b)
     tile, grid = _launch_grid(al, a.dtype, backward=False)
-    with _rows.launch_guard(a):
-        _glu_fwd_kernel[grid](
-            al.tensor, bl.tensor, out, al.rows, al.n, *al.kernel_args(), *bl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
-            num_warps=tile.num_warps,
-        )
-    return out
+    launch = _glu_fwd_kernel.bind(
+        grid, (al.tensor, bl.tensor, out, al.rows, al.n, *al.kernel_args(), *bl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
+             num_warps=tile.num_warps),
+        runtime=3)
+    return _rows.copying(launch, (al.copied, bl.copied))
 
 
 def _backward_into(a, b, grad, grad_a, grad_b, activation: str) -> None:
     """Write grad_a and grad_b, 2-D ``(rows, N)`` views with unit column stride and one row
     stride between them, from a, b and grad."""
+    key = (a.shape, a.stride(), b.stride(), grad.stride(), grad_a.stride(), a.dtype, a.device,
+           a.data_ptr() & 15 == 0, b.data_ptr() & 15 == 0, grad.data_ptr() & 15 == 0, grad_a.data_ptr() & 15 == 0,
+           grad_b.data_ptr() & 15 == 0, activation)
+    plan = _BACKWARD_PLANS.get(key) or _launch.remember(
+        _BACKWARD_PLANS, key, _backward_plan(a, b, grad, grad_a, grad_b, activation))
+    plan(a, b, grad, grad_a, grad_b)
+
+
+def _backward_plan(a, b, grad, grad_a, grad_b, activation: str):
     al, bl, gl = _rows.row_layout(a), _rows.row_layout(b), _rows.row_layout(grad)
     tile, grid = _launch_grid(al, a.dtype, backward=True)
-    with _rows.launch_guard(a):
-        _glu_bwd_kernel[grid](
-            al.tensor, bl.tensor, gl.tensor, grad_a, grad_b, al.rows, al.n, grad_a.stride(0),
-            *al.kernel_args(), *bl.kernel_args(), *gl.kernel_args(),
-            BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
-            num_warps=tile.num_warps,
-        )
+    launch = _glu_bwd_kernel.bind(
+        grid, (al.tensor, bl.tensor, gl.tensor, grad_a, grad_b, al.rows, al.n, grad_a.stride(0),
+               *al.kernel_args(), *bl.kernel_args(), *gl.kernel_args()),
+        dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
+             num_warps=tile.num_warps),
+        runtime=5)
+    return _rows.copying(launch, (al.copied, bl.copied, gl.copied))
 
 
 class _Glu(torch.autograd.Function):

@@ -34,6 +34,7 @@ No atomics and a fixed reduction order: repeated calls are bitwise identical.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 import triton
@@ -216,15 +217,30 @@ def _softmax_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
+# A call's host work is one dictionary lookup: each direction keeps a plan per input layout (shape,
+# strides, dtype, device, 16-byte alignment: all that decides the grid, the tile and Triton's
+# specialisation), a bound launcher (``_launch.Kernel.bind``) that takes the call's tensors. A
+# layout that must be copied to be read as rows is copied on every call, before the launch.
+_FORWARD_PLANS = _launch.plan_table()
+_BACKWARD_PLANS = _launch.plan_table()
+
+
 def _forward(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0)
+    plan = _FORWARD_PLANS.get(key) or _launch.remember(_FORWARD_PLANS, key, _forward_plan(x, y))
+    plan(x, y)
+    return y
+
+
+def _forward_plan(x: torch.Tensor, y: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor], object]:
+    """What a forward call on x's layout runs: ``plan(x, y)`` writes softmax(x) into y."""
     if y.numel() == 0:
-        return y
+        return _rows.nothing
     src = _rows.row_layout(x)
     grid, config = _forward_launch(src, x.dtype)
-    with _rows.launch_guard(x):
-        _softmax_fwd_kernel[grid](src.tensor, y, src.rows, src.n, *src.kernel_args(), **config)
-    return y
+    launch = _softmax_fwd_kernel.bind(grid, (src.tensor, y, src.rows, src.n, *src.kernel_args()), config, runtime=2)
+    return _rows.copying(launch, (src.copied,))
 
 
 def _forward_launch(src: _rows.RowLayout, dtype: torch.dtype) -> tuple[tuple[int], dict]:
@@ -236,15 +252,23 @@ def _forward_launch(src: _rows.RowLayout, dtype: torch.dtype) -> tuple[tuple[int
 
 def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     dx = torch.empty_like(y, memory_format=torch.contiguous_format)
+    key = (dy.shape, dy.stride(), y.dtype, y.device, dy.data_ptr() & 15 == 0)  # y: the forward's own output
+    plan = _BACKWARD_PLANS.get(key) or _launch.remember(_BACKWARD_PLANS, key, _backward_plan(y, dy, dx))
+    plan(y, dy, dx)
+    return dx
+
+
+def _backward_plan(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor) -> Callable[..., object]:
+    """What a backward call on dy's layout runs: ``plan(y, dy, dx)`` writes the gradient into dx."""
     if dx.numel() == 0:
-        return dx
+        return _rows.nothing
     grad = _rows.row_layout(dy)
     tile, config = _config(grad.n, y.dtype, True)
-    with _rows.launch_guard(y):
-        _softmax_bwd_kernel[(triton.cdiv(grad.rows, tile.rows),)](
-            y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args(), **config
-        )
-    return dx
+    launch = _softmax_bwd_kernel.bind(
+        (triton.cdiv(grad.rows, tile.rows),), (y, grad.tensor, dx, grad.rows, grad.n, *grad.kernel_args()), config,
+        runtime=3,
+    )
+    return _rows.copying(launch, (False, grad.copied))
 
 
 class _Softmax(torch.autograd.Function):

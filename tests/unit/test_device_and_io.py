@@ -16,13 +16,13 @@ def test_worker_index(worker, index):
 
 def test_workers_spread_round_robin_over_visible_gpus(monkeypatch):
     pinned = []
+    monkeypatch.setattr(device, "_selected", None)  # first, so that the undo restores this process's own choice
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "set_device", pinned.append)
     monkeypatch.setattr(device, "configure_backend", lambda: None)
     chosen = [device.select_device(f"gw{i}") for i in range(4)]
     assert [d.index for d in chosen] == [0, 1, 0, 1] and pinned == [0, 1, 0, 1]
-    monkeypatch.setattr(device, "_selected", None)
 
 
 def test_side_by_side_processes_share_the_cores_for_host_threads(monkeypatch):

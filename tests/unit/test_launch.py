@@ -23,6 +23,7 @@ class _FakeJit:
             ("BLOCK", None, True), ("FLAG", 7, True))]
         self.__name__ = "fake"
         self.jit_calls = []
+        self.warmups = []
         self.launches = []
 
     def __getitem__(self, grid):
@@ -30,6 +31,10 @@ class _FakeJit:
             self.jit_calls.append((grid, args, meta))
             return SimpleNamespace(run=self._run, function="fn", packed_metadata="md")
         return call
+
+    def warmup(self, *args, grid, **meta):
+        self.warmups.append((grid, args, meta))
+        return SimpleNamespace(run=self._run, function="fn", packed_metadata="md", _init_handles=lambda: None)
 
     def _run(self, *launch):
         self.launches.append(launch)
@@ -119,6 +124,54 @@ def test_a_launch_hook_a_keyword_runtime_argument_or_an_unknown_argument_always_
         assert len(fake.jit_calls) == 2 and fake.launches == [], knobs
 
 
+def test_a_bound_launcher_compiles_once_and_launches_each_call_s_head_with_its_fixed_arguments():
+    fake, kernel = _kernel()
+    x, y = torch.zeros(64), torch.zeros(64)
+    launch = kernel.bind((3,), (x, 33, 0.5), {"BLOCK": 64}, runtime=1)
+    assert len(fake.warmups) == 1 and fake.launches == [] and fake.jit_calls == []  # compiled, not run
+    launch(y)
+    launch(x)
+    assert fake.launches == [(3, 1, 1, "stream0", "fn", "md", None, None, None, t, 33, 0.5, 64, 7) for t in (y, x)]
+    kernel.bind((5,), (x, 49, 0.25), {"BLOCK": 64}, runtime=2)  # the same variant: no second compile
+    assert len(fake.warmups) == 1 and fake.jit_calls == []
+
+
+def test_a_bound_launcher_takes_triton_s_path_while_a_launch_hook_is_installed():
+    x = torch.zeros(8)
+    chain = SimpleNamespace(calls=[])
+    fake, kernel = _kernel(hook=chain)
+    launch = kernel.bind((1,), (x, 3, 0.5), {"BLOCK": 8}, runtime=1)
+    launch(x)
+    assert len(fake.launches) == 1 and fake.jit_calls == []
+    chain.calls.append(print)  # a profiler starts watching
+    launch(x)
+    assert len(fake.launches) == 1 and fake.jit_calls == [((1,), (x, 3, 0.5), {"BLOCK": 8})]
+
+
+def test_a_checked_launcher_refuses_a_head_that_specialises_otherwise(monkeypatch):
+    monkeypatch.setenv("HARNESS_CHECK_LAUNCH", "1")
+    fake, kernel = _kernel()
+    fake.params[1].do_not_specialize = True  # n: only its integer width counts
+    base = torch.zeros(64)
+    launch = kernel.bind((1,), (base, 33, 0.5), {"BLOCK": 64}, runtime=2)
+    launch(torch.zeros(64), 48)  # another aligned tensor, another 32-bit n: the promise holds
+    assert len(fake.launches) == 1
+    for head in ((base[1:], 33), (base.half(), 33), (base, 2**40)):
+        with pytest.raises(_launch.LaunchPromiseBroken, match="plan key"):
+            launch(*head)
+    assert len(fake.launches) == 1
+
+
+def test_plan_tables_stay_bounded_and_are_forgotten_together():
+    first, second = _launch.plan_table(), _launch.plan_table()
+    for i in range(_launch.PLAN_LIMIT + 5):
+        _launch.remember(first, i, str(i))
+    assert len(first) <= _launch.PLAN_LIMIT and first[_launch.PLAN_LIMIT + 4] == str(_launch.PLAN_LIMIT + 4)
+    _launch.remember(second, "k", "plan")
+    _launch.forget_plans()
+    assert first == {} and second == {}
+
+
 def test_launch_keys_tell_apart_what_triton_does():
     key = _launch.launch_key
     t = torch.zeros(16)
@@ -146,6 +199,13 @@ def test_the_cached_path_computes_what_triton_s_path_does_on_a_gpu():
             double[(triton_cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
             torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
     assert len(double._cache) == 4
+    for x in (base, base[3:]):
+        y = torch.full_like(x, float("nan"))
+        launch = double.bind((triton_cdiv(x.numel(), 256),), (x, y, x.numel()), {"BLOCK": 256}, runtime=2)
+        for _ in range(2):
+            y.fill_(float("nan"))
+            launch(x, y)
+            torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
 
 
 def triton_cdiv(a: int, b: int) -> int:

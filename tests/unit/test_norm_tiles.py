@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import kernels._norm as norm
-from kernels import _rows
+from kernels import _launch, _rows
 from kernels._runtime import kernel_device_type
 
 
@@ -189,6 +189,7 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
     grads = []
     for prefetch in (False, True):
         monkeypatch.setattr(norm, "BWD_PREFETCH", prefetch)
+        _launch.forget_plans()  # plans are built from the knob
         out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
                             need_dxbias=dropout)
         grads.append([g for g in out if g is not None])
