@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import torch
 import triton
@@ -283,6 +284,17 @@ def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
         with _rows.launch_guard(t):
             per_sm = resident_programs(kernel, make_args(_stand_in(t.device), 2), meta, t.device)
     return _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
+
+
+def bind_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args, meta: dict, *,
+                   runtime: int) -> tuple[Callable[..., object], tuple[int, int]]:
+    """A backward ``kernel`` that reduces grad_bias, bound for an op's plan (``_launch.Kernel.bind``,
+    ``runtime`` per-call arguments first): (the launcher, the shape of its fp64 partials). The
+    arguments are as for :func:`bias_grad_groups`."""
+    tiles_per_group = bias_grad_groups(kernel, t, row_tiles, col_blocks, make_args, meta)
+    shape = (triton.cdiv(row_tiles, tiles_per_group), t.shape[-1])
+    partials = torch.empty(shape, dtype=torch.float64, device=t.device)
+    return kernel.bind((col_blocks, shape[0]), make_args(partials, tiles_per_group), meta, runtime=runtime), shape
 
 
 def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args,

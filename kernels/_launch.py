@@ -151,27 +151,41 @@ class Kernel:
             or getattr(compilation, "instrumentation_mode", "") or getattr(self.fn, "pre_run_hooks", None)
         )
 
+    def _key(self, grid: object, args: tuple, meta: dict) -> tuple | None:
+        """This launch's key in the variant cache (module docstring), or None where it must take
+        Triton's path: a launch that needs Triton, an argument or keyword this module does not
+        model, or a runtime argument passed by keyword (its value would be in the key)."""
+        if self._needs_triton(grid, args, meta) or not self._runtime_names.isdisjoint(meta):
+            return None
+        try:
+            key = (self._device(), launch_key(args), tuple(meta.items()), tuple(map(type, meta.values())))
+            hash(key)
+        except (_NotCached, TypeError):  # TypeError: an unhashable keyword value
+            return None
+        return key
+
+    def _remember(self, key: tuple, compiled: Any, positional: int, meta: dict) -> tuple:
+        """Cache what launching ``compiled`` directly takes: its launcher, function and metadata,
+        and the values of the parameters after the ``positional`` arguments (the constexprs)."""
+        compiled._init_handles()
+        tail = tuple(meta.get(name, default) for name, default in self._params[positional:])
+        entry = self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
+        return entry
+
     def _launch(self, grid: tuple[int, ...], args: tuple, meta: dict) -> object:
         if self._direct is None:
             self._decide()
-        if not self._direct or self._needs_triton(grid, args, meta):
+        key = self._key(grid, args, meta) if self._direct else None
+        if key is None:
             return self.fn[grid](*args, **meta)
-        device = self._device()
-        try:
-            key = (device, launch_key(args), tuple(meta.items()), tuple(map(type, meta.values())))
-            entry = self._cache.get(key)
-        except (_NotCached, TypeError):  # TypeError: an unhashable keyword value
-            return self.fn[grid](*args, **meta)
-        if entry is None:
+        entry = self._cache.get(key)
+        if entry is None:  # Triton's path compiles and launches; the variant it returns is remembered
             compiled = self.fn[grid](*args, **meta)
-            if not self._runtime_names.isdisjoint(meta):
-                return compiled  # a runtime argument by keyword: its value is in the key; not cached
-            tail = tuple(meta.get(name, default) for name, default in self._params[len(args):])
-            self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
+            self._remember(key, compiled, len(args), meta)
             return compiled
         run, function, metadata, tail = entry
         size = len(grid)
-        run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, self._stream(device), function,
+        run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, self._stream(key[0]), function,
             metadata, None, None, None, *args, *tail)
         return None
 
@@ -204,29 +218,24 @@ class Kernel:
         installed after it was built.
         """
         fixed = tuple(args[runtime:])
-        through_triton = _TritonLaunch(self.fn, grid, fixed, meta)
-        if self._direct is None:
-            self._decide()
-        device = key = None
-        if self._direct and not self._needs_triton(grid, args, meta):
-            device = self._device()
-            try:
-                key = (device, launch_key(args), tuple(meta.items()), tuple(map(type, meta.values())))
-                hash(key)
-            except (_NotCached, TypeError):  # an argument or keyword this module does not model
-                key = None
-        if key is None:
-            launcher: Callable[..., object] = through_triton
-        else:
-            entry = self._cache.get(key)
-            if entry is None:
-                compiled = self.fn.warmup(*args, grid=grid, **meta)
-                compiled._init_handles()
-                tail = tuple(meta.get(name, default) for name, default in self._params[len(args):])
-                entry = self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
-            run, function, metadata, tail = entry
-            launcher = Launcher(run, (*grid, 1, 1)[:3], function, metadata, fixed + tail, device, self._stream,
-                                self._knobs.runtime, through_triton)
+        # Compile, load and launch on the arguments' device, whichever is current now.
+        tensor = next((arg for arg in args if isinstance(arg, Tensor)), None)
+        on_device = (torch.cuda.device(tensor.device) if tensor is not None and tensor.device.type == "cuda"
+                     else contextlib.nullcontext())
+        with on_device:
+            through_triton = _TritonLaunch(self.fn, grid, fixed, meta)
+            if self._direct is None:
+                self._decide()
+            key = self._key(grid, args, meta) if self._direct else None
+            if key is None:
+                launcher: Callable[..., object] = through_triton
+            else:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._remember(key, self.fn.warmup(*args, grid=grid, **meta), len(args), meta)
+                run, function, metadata, tail = entry
+                launcher = Launcher(run, (*grid, 1, 1)[:3], function, metadata, fixed + tail, key[0], self._stream,
+                                    self._knobs.runtime, through_triton)
         if os.environ.get("HARNESS_CHECK_LAUNCH", "0") not in ("", "0"):
             return _CheckedLauncher(self, launcher, args[:runtime])
         return launcher

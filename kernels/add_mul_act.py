@@ -163,17 +163,13 @@ class _BackwardPlan:
         bias = bias.contiguous()
         meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=x.dtype == torch.float32,
                     num_warps=tile.num_warps)
-        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-
-        def args(partials, tiles_per_group):
-            return (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_x, partials, 1.0, xl.rows, n, tiles_per_group,
-                    *xl.kernel_args(), *yl.kernel_args(), *gl.kernel_args())
-        tiles_per_group = _activations.bias_grad_groups(_add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks, args,
-                                                        meta)
-        self.partials_shape = (triton.cdiv(row_tiles, tiles_per_group), n)
-        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
-        launch = _add_mul_act_bwd_kernel.bind((tile.col_blocks, self.partials_shape[0]),
-                                              args(partials, tiles_per_group), meta, runtime=8)
+        grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)  # stands in for grad_y too
+        launch, self.partials_shape = _activations.bind_bias_grad(
+            _add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks,
+            lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_x, partials, 1.0,
+                                               xl.rows, n, tiles_per_group, *xl.kernel_args(), *yl.kernel_args(),
+                                               *gl.kernel_args()),
+            meta, runtime=8)
         self.launch = _rows.copying(launch, (xl.copied, yl.copied, copy_bias, gl.copied))
 
     def __call__(self, x, y, bias, grad, alpha: float):

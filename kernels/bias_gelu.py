@@ -140,17 +140,12 @@ class _BackwardPlan:
         bias = bias.contiguous()
         meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
                     num_warps=tile.num_warps)
-
-        def args(grad_x, partials, tiles_per_group):
-            return (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n, tiles_per_group,
-                    *xl.kernel_args(), *gl.kernel_args())
         grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-        tiles_per_group = _activations.bias_grad_groups(
-            _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks, lambda p, t: args(grad_x, p, t), meta)
-        self.partials_shape = (triton.cdiv(row_tiles, tiles_per_group), n)
-        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
-        launch = _bias_gelu_bwd_kernel.bind((tile.col_blocks, self.partials_shape[0]),
-                                            args(grad_x, partials, tiles_per_group), meta, runtime=5)
+        launch, self.partials_shape = _activations.bind_bias_grad(
+            _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
+            lambda partials, tiles_per_group: (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n,
+                                               tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
+            meta, runtime=5)
         self.launch = _rows.copying(launch, (xl.copied, copy_bias, gl.copied))
 
     def __call__(self, x, bias, grad):

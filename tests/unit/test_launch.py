@@ -29,7 +29,7 @@ class _FakeJit:
     def __getitem__(self, grid):
         def call(*args, **meta):
             self.jit_calls.append((grid, args, meta))
-            return SimpleNamespace(run=self._run, function="fn", packed_metadata="md")
+            return SimpleNamespace(run=self._run, function="fn", packed_metadata="md", _init_handles=lambda: None)
         return call
 
     def warmup(self, *args, grid, **meta):
@@ -210,3 +210,26 @@ def test_the_cached_path_computes_what_triton_s_path_does_on_a_gpu():
 
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="launches on a second GPU: needs two CUDA devices")
+def test_a_launcher_bound_to_tensors_on_another_gpu_launches_there():
+    """Plans are bound at an op's first call, whichever device is current then: the launcher must
+    compile, load and launch on the device of its arguments."""
+    import triton.language as tl
+
+    from kernels.softmax import softmax
+
+    @_launch.jit
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    with torch.cuda.device(0):
+        x = torch.randn(1000, device="cuda:1")
+        y = torch.full_like(x, float("nan"))
+        launch = double.bind((4,), (x, y, x.numel()), {"BLOCK": 256}, runtime=2)
+        launch(x, y)
+        torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+        rows = torch.randn(64, 100, device="cuda:1")
+        torch.testing.assert_close(softmax(rows), torch.softmax(rows, -1))
