@@ -277,7 +277,7 @@ def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
     ``meta`` its constexprs and launch options; ``t`` is the tensor whose device the kernel runs
     on. The kernel must not specialise on ``tiles_per_group`` (``do_not_specialize``): the variant
     sized with a stand-in is then the one launched."""
-    if t.device.type != "cuda":
+    if _rows._SMALL_TILES:
         return INTERPRETER_TILES_PER_GROUP
     per_sm = GPU_PROGRAMS_PER_SM
     if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)

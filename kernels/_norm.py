@@ -66,7 +66,7 @@ import triton
 import triton.language as tl
 
 from kernels import _launch, _rows
-from kernels._runtime import interpreting, sm_count
+from kernels._runtime import sm_count
 from kernels._validate import FLOAT_DTYPES, check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 
 DTYPES = FLOAT_DTYPES + (torch.float64,)
@@ -137,7 +137,7 @@ def block_boundaries() -> tuple[int, ...]:
     """Row lengths where the forward or backward tiling changes on this backend (test sizes),
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
-    if not _rows._INTERPRETING:
+    if not _rows._SMALL_TILES:
         for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_NARROW16,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
@@ -244,7 +244,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
     if BWD_PREFETCH is not None:
         return BWD_PREFETCH
     sixteen = dtype.itemsize == 2
-    if interpreting():
+    if _rows._SMALL_TILES:
         return dtype == torch.float32 if dropout else sixteen
     block = _row_block(n)
     if not OVERRIDES or _column_limits(block) is not None:
@@ -259,8 +259,8 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
     if not backward:
-        limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not interpreting() else _fwd_limits()
-    elif interpreting():
+        limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not _rows._SMALL_TILES else _fwd_limits()
+    elif _rows._SMALL_TILES:
         limits = _INTERPRETER_BWD
     else:
         limits = _gpu_bwd_limits(n, dtype, dropout)
@@ -305,7 +305,7 @@ def _bwd_programs_per_sm(columns: bool) -> int:
 def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int, programs_per_sm: int) -> int:
     """Row tiles per backward program: few partial rows, but enough programs (groups x column
     blocks) to fill the GPU."""
-    if t.device.type != "cuda":
+    if _rows._SMALL_TILES:
         return _INTERPRETER_TILES_PER_GROUP
     return _rows.tiles_per_group(row_tiles, max(1, programs_per_sm * sm_count(t.device) // col_blocks))
 

@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels._runtime import interpreting
+from kernels._runtime import interpreting, small_tiles
 
 # ----------------------------------------------------------------------------------------------
 # Layout
@@ -472,6 +472,7 @@ def block_boundaries(limits: TileLimits) -> tuple[int, ...]:
 
 # Decided once: TRITON_INTERPRET is fixed before any kernel is decorated (see kernels/__init__.py).
 _INTERPRETING = interpreting()
+_SMALL_TILES = small_tiles()
 
 
 _ROUND_BF16_BY_HAND = tl.constexpr(_INTERPRETING)
@@ -556,8 +557,8 @@ def tiles_per_group(row_tiles: int, programs: int) -> int:
 
 
 def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
-    """The GPU limits, or the small interpreter ones when kernels run on the CPU."""
-    return interpreter if _INTERPRETING else gpu
+    """The GPU limits, or the small ones (``kernels._runtime.small_tiles``)."""
+    return interpreter if _SMALL_TILES else gpu
 
 
 # The elementwise kernels' forward tiling for 16-bit rows (add_mul_act, bias_gelu, glu): whole

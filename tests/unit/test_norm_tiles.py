@@ -18,7 +18,7 @@ from kernels._runtime import kernel_device_type
 @pytest.fixture
 def on_gpu(monkeypatch):
     """_tile as it chooses on a GPU."""
-    monkeypatch.setattr(norm, "interpreting", lambda: False)
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
     norm._tile.cache_clear()
     yield
@@ -82,8 +82,8 @@ def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu, monkeypatc
 
 def test_overrides_are_off_under_the_interpreter():
     norm._tile.cache_clear()
-    if not norm.interpreting():
-        pytest.skip("this process runs kernels on a GPU; the interpreter's tiles are the CPU's")
+    if not _rows._SMALL_TILES:
+        pytest.skip("this process runs kernels on a GPU's own tiles; the small tiles are the CPU's")
     interpreter = _rows.row_tile(1024, 2, norm._INTERPRETER_BWD)
     assert norm._tile(1024, torch.bfloat16, True, False) == interpreter
     assert norm._tile(1024, torch.bfloat16, False, True) == _rows.row_tile(1024, 2, norm._INTERPRETER_FWD)
@@ -142,8 +142,8 @@ def test_prefetch_is_off_in_a_sweep_unless_forced(on_gpu, monkeypatch):
 
 
 def test_the_interpreter_runs_both_forms_of_the_backward_loop():
-    if not norm.interpreting():
-        pytest.skip("this process runs kernels on a GPU; the interpreter's rule is the CPU's")
+    if not _rows._SMALL_TILES:
+        pytest.skip("this process runs kernels on a GPU's own tiles; the small tiles' rule is the CPU's")
     forms = {norm._bwd_prefetch(48, dtype, rms, dropout) for dtype in (torch.float32, torch.bfloat16)
              for rms in (False, True) for dropout in (False, True)}
     assert forms == {False, True}
@@ -153,6 +153,7 @@ def test_backward_programs_fill_the_gpu_across_column_blocks(monkeypatch):
     """Groups x column blocks is about programs-per-SM x SMs: rows wider than a block divide the
     count among their column blocks, so that their groups (one partial row each) stay few."""
     monkeypatch.setattr(norm, "sm_count", lambda device: 132)
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     on_cuda = SimpleNamespace(device=SimpleNamespace(type="cuda"))
     assert norm._GPU_BWD_PROGRAMS_PER_SM == 2
     assert norm._tiles_per_group(on_cuda, 256, 1, 2) == 1  # 256 tiles, up to 264 programs

@@ -16,9 +16,8 @@ from kernels._runtime import kernel_device_type
 @pytest.fixture
 def on_gpu(monkeypatch):
     """Tiles as a GPU chooses them (no kernel is launched by these tests)."""
-    monkeypatch.setattr(norm, "interpreting", lambda: False)
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
-    monkeypatch.setattr(_rows, "_INTERPRETING", False)
     norm._tile.cache_clear()
     yield
     norm._tile.cache_clear()
@@ -76,7 +75,7 @@ def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
 def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypatch):
     # fp32 forwards have their own tiling: a target timing them on the 16-bit limits would time
     # one launch under every candidate's name
-    monkeypatch.setattr(_rows, "_INTERPRETING", False)
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     target = tune_rows.TARGETS[name]
     assert target.ops
     base = target.get()
