@@ -18,6 +18,7 @@ import torch
 
 from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
+from harness.eager import gpu_like as eager_numerics
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
 from harness.spec import FLOAT_DTYPES, KernelSpec, takes_keyword
@@ -168,13 +169,12 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     allocations. The references run first, on the pristine inputs: a kernel that writes into an
     input fails once, for that write, with no numerics derived from the overwritten values."""
     prepared = prepare(case, device)
-    eager = as_outputs(spec.reference(**prepared.copies()))
+    with eager_numerics(device):
+        eager = as_outputs(spec.reference(**prepared.copies()))
+        calibration_eager = [as_outputs(spec.reference(**prepared.copies(perturb=s))) for s in range(CALIBRATION_SAMPLES)]
     oracle = as_outputs(spec.reference(**prepared.copies(torch.float64)))
-    calibration = [
-        (as_outputs(spec.reference(**prepared.copies(perturb=s))),
-         as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
-        for s in range(CALIBRATION_SAMPLES)
-    ]
+    calibration = [(sample, as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
+                   for s, sample in enumerate(calibration_eager)]
     terms = term_magnitudes(spec, prepared)
     snapshots = prepared.snapshots()
     with poisoned_allocations():
@@ -248,8 +248,13 @@ def _grad_outputs(case: Case, outs: tuple[torch.Tensor, ...], device, layout_cla
     return placed
 
 
-def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs: list[torch.Tensor]):
+def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs: list[torch.Tensor],
+              first_only: bool = False):
+    """Gradients of ``names`` through ``fn``, from every differentiable output (``first_only``:
+    from the first alone, the others unused, as a caller that ignores attention's lse)."""
     outs = [o for o in as_outputs(fn(**kwargs)) if o.requires_grad]
+    if first_only:
+        outs = outs[:1]
     leaves = [kwargs[n] for n in names]
     return torch.autograd.grad(outs, leaves, grad_outs[: len(outs)], allow_unused=True)
 
@@ -281,34 +286,43 @@ def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
 
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Gradients within budget vs fp64 autograd through the reference, for contiguous and the case's
-    grad_output layout; grad_output and the inputs must come out unchanged."""
+    grad_output layout, and, where several outputs are differentiable, from the first output alone
+    (the others unused: their gradients reach the kernel as None); grad_output and the inputs must
+    come out unchanged."""
     names = spec.grad_inputs
     comparisons: list[Comparison] = []
     problems: list[str] = []
-    layouts = ["contiguous"] + ([case.grad_layout] if case.grad_layout != "contiguous" else [])
-    for layout in layouts:
+    passes = [("contiguous", False)] + ([(case.grad_layout, False)] if case.grad_layout != "contiguous" else [])
+    for layout, first_only in passes:
         prepared = prepare(case, device)
         probe = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
+        if len(probe) > 1 and ("contiguous", True) not in passes:
+            passes.append(("contiguous", True))  # several differentiable outputs: one more pass, last
         grad_placed = _grad_outputs(case, tuple(probe), device, layout)
+        if first_only:  # the unused outputs' gradients are zero, for the term hooks
+            grad_placed = grad_placed[:1]
         grad_outs = [g.tensor for g in grad_placed]
+        hook_grads = grad_outs + [torch.zeros_like(o) for o in probe[len(grad_outs):]]
+        scope = f"grad_output {layout}" + (", the first output alone" if first_only else "")
 
         def reference_grads(dtype=None, perturb=None):
             kwargs = prepared.copies(dtype, names, perturb)
             outs = [_perturbed(g.detach(), seed=perturb) if perturb is not None else g.detach() for g in grad_outs]
             outs = [g.to(dtype) if dtype is not None else g.clone() for g in outs]
-            return _backward(spec.reference, kwargs, names, outs)
+            with eager_numerics(device) if dtype is None else contextlib.nullcontext():
+                return _backward(spec.reference, kwargs, names, outs, first_only)
 
         # The references first, on the pristine inputs and grad_outputs: a kernel that writes into
         # either fails once, for that write, with no numerics derived from the overwritten values.
         eager, oracle = reference_grads(), reference_grads(torch.float64)
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
-        terms = gradient_term_magnitudes(spec, prepared, grad_outs)
-        rounded = gradient_rounded_terms(spec, prepared, grad_outs)
+        terms = gradient_term_magnitudes(spec, prepared, hook_grads)
+        rounded = gradient_rounded_terms(spec, prepared, hook_grads)
         grad_snaps = [g.snapshot() for g in grad_placed]
         input_snaps = prepared.snapshots()
         with poisoned_allocations():
-            got = _backward(fn, prepared.kwargs(names), names, grad_outs)
-        written = [f"grad_output[{i}] ({layout}): {c}" for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps))
+            got = _backward(fn, prepared.kwargs(names), names, grad_outs, first_only)
+        written = [f"grad_output[{i}] ({scope}): {c}" for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps))
                    for c in g.changes(snap)]
         written += [f"during backward, {c}" for c in prepared.changes(input_snaps)]
         if written:
@@ -316,7 +330,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             continue
         multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
-            label = f"grad {name} (grad_output {layout})"
+            label = f"grad {name} ({scope})"
             if e is None:
                 continue
             if g is None:

@@ -1,0 +1,70 @@
+"""The CPU's eager as the GPU's computes it (harness.eager): the budget is no looser on the CPU."""
+
+import contextlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from harness.eager import gpu_like
+from harness.numerics import compare
+
+ROWS, COLS, GROUP = 512, 64, 8
+
+
+def _dweight(x, w, b, g, dtype, emulate):
+    leaves = [t.to(dtype).requires_grad_() for t in (x, w, b)]
+    with gpu_like("cpu") if emulate else contextlib.nullcontext():
+        y = F.layer_norm(leaves[0], (COLS,), leaves[1], leaves[2])
+        return torch.autograd.grad(y, leaves, g.to(dtype))[1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", [torch.float16])  # the dtype the fault was found in
+def test_a_weight_gradient_with_16_bit_partial_sums_fails_against_gpu_like_eager_and_passes_plain_cpu_eager(dtype, seed):
+    """The case that hid a real fault: the CPU's 16-bit LayerNorm backward sums dweight in 16 bits,
+    so its own error covers a kernel that stores its per-group partial sums in 16 bits (the H100
+    fails that kernel, against an eager that sums in fp32). Calibrated on GPU-like eager the CPU
+    fails it too, and still passes the kernel that keeps its partial sums in fp32."""
+    gen = torch.Generator().manual_seed(seed)
+    x, g = (torch.randn(ROWS, COLS, generator=gen).to(dtype) for _ in range(2))
+    w, b = (torch.randn(COLS, generator=gen).to(dtype) for _ in range(2))
+    oracle = _dweight(x, w, b, g, torch.float64, emulate=False)
+    xd = x.double()
+    xhat = (xd - xd.mean(1, keepdim=True)) / (xd.var(1, unbiased=False, keepdim=True) + 1e-5).sqrt()
+    terms = (g.double() * xhat).float().view(-1, GROUP, COLS).sum(1)  # one partial row per group of rows
+
+    def kernel(partial_dtype):
+        return terms.to(partial_dtype).float().sum(0).to(dtype)
+
+    plain = _dweight(x, w, b, g, dtype, emulate=False)
+    like_gpu = _dweight(x, w, b, g, dtype, emulate=True)
+    assert compare("dweight", kernel(dtype), plain, oracle, 2.0).passed  # what the CPU budget used to allow
+    assert not compare("dweight", kernel(dtype), like_gpu, oracle, 2.0).passed
+    assert compare("dweight", kernel(torch.float32), like_gpu, oracle, 2.0).passed
+
+
+def test_gpu_like_eager_keeps_views_writes_dtypes_and_leaves_wide_dtypes_alone():
+    x = torch.randn(4, 8).half()
+    with gpu_like("cpu"):
+        view = x.view(-1)
+        assert view.data_ptr() == x.data_ptr()  # a view is still a view
+        y = x.clone()
+        y.add_(1)  # a write still lands in the tensor written
+        soft = torch.softmax(x, -1)  # its backward names its input dtype: widened with the tensors
+        grad = torch._softmax_backward_data(torch.ones_like(soft), soft, -1, torch.float16)
+        stats = torch.ops.aten.native_layer_norm(x, [8], None, None, 1e-5)
+        wide = torch.randn(4, 8, dtype=torch.float64)
+        exact = wide @ wide.T
+    assert torch.equal(y, x + 1)
+    assert soft.dtype == grad.dtype == torch.float16
+    # the statistics in the dtype the GPU returns them in (its meta kernel's): fp32, not the CPU's fp16
+    assert [t.dtype for t in stats] == [torch.float16, torch.float32, torch.float32]
+    assert torch.equal(exact, wide @ wide.T)  # fp64 (the oracle) runs as it is
+
+
+def test_a_16_bit_sum_is_rounded_once_as_a_gpu_rounds_it():
+    x = torch.full((4096,), 1.0, dtype=torch.float16) + torch.rand(4096).half() * 1e-3
+    with gpu_like("cpu"):
+        got = x.sum()
+    assert got.dtype == torch.float16 and got == x.float().sum().half()
