@@ -65,6 +65,27 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_branches(args: argparse.Namespace) -> int:
+    """The kernels' Triton branches a measured test run reached (harness.branches)."""
+    from harness import branches
+
+    data, kernel_dir = Path(args.data), Path(args.kernel_dir)
+    if not data.is_file():
+        console.print(f"[red]no coverage data at {data}: run the tests with coverage first "
+                      f"(pip install pytest-cov; pytest --cov), or pass --data[/red]")
+        return 2
+    if not kernel_dir.is_dir():
+        console.print(f"[red]--kernel-dir {kernel_dir} is not a folder[/red]")
+        return 2
+    reasons: dict[str, str] = {}
+    for spec in _load(None).values():
+        reasons.update(spec.unreached_on_cpu)
+    totals, found = branches.measure(data, kernel_dir)
+    known, unknown = branches.explained(found, reasons)
+    print(branches.render(totals, known, unknown))
+    return 1 if args.strict and unknown else 0
+
+
 _CELL = {"passed": "[green]pass[/green]", "failed": "[bold red]FAIL[/bold red]", "skipped": "[dim]skip[/dim]",
          "xfailed": "[yellow]xfail[/yellow]", "xpassed": "[bold red]XPASS[/bold red]"}
 
@@ -418,6 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="draw cases from this seed")
     p.add_argument("--json", help="also write the outcomes to this JSON file")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("branches", help="which branches of the kernels' Triton code a measured test run reached")
+    p.add_argument("--data", default=".coverage", help="coverage.py's data file (default: %(default)s)")
+    p.add_argument("--kernel-dir", default="kernels", help="the folder of kernel modules (default: %(default)s)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if a branch is neither reached nor explained by a spec")
+    p.set_defaults(func=cmd_branches)
 
     p = sub.add_parser("new", help="scaffold a new kernel (kernel module, reference, spec, docs)")
     p.add_argument("name", help="op name, a Python identifier")

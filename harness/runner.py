@@ -29,9 +29,13 @@ from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
 from harness.repro import clear_inflight, record_inflight, write_repro
 from harness.spec import KernelSpec
-from harness.strategies import cases
+from harness.strategies import cases, tiling_examples
 
 CONTRACT_EXAMPLES = 3  # each contract example already makes a dozen bad calls
+# The checks that run a spec's tiling cases (``TilingCase``) first: those that judge what a kernel
+# computes on a case. Not gradcheck (a numerical Jacobian of every input element: minutes under the
+# interpreter at these sizes) nor the contract (bad calls, not cases).
+TILING_CHECKS = ("forward", "backward", "unwritten", "guards", "determinism", "dropout")
 
 STICKY_NOTE = ("this CUDA error leaves the process's context unusable, so every later case fails the "
                "same way: the case above is the first that raised it, not a shrunk one")
@@ -143,8 +147,13 @@ class PropertyRun:
             # function and draw the same cases for all of them; a seed per property keeps each one
             # reproducible and gives forward, backward, guards and determinism cases of their own
             property_ = seed(salt)(property_)
-        for entry in reversed(replays):  # Hypothesis's explicit examples: before any generated case
-            property_ = example(case=entry.case)(property_)
+        # Hypothesis's explicit examples, before any generated case: the failure corpus's cases,
+        # then the spec's tiling cases (each path its kernel tiles by, whatever the draws)
+        explicit = [entry.case for entry in replays]
+        if self.check in TILING_CHECKS:
+            explicit += tiling_examples(self.spec, case_dtype, on_gpu(self.device), salt)
+        for case in reversed(explicit):
+            property_ = example(case=case)(property_)
         start = time.perf_counter()
         try:
             property_()

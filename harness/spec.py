@@ -71,6 +71,23 @@ class Batch:
 
 
 @dataclass(frozen=True)
+class TilingCase:
+    """Sizes that take one tiling path of a kernel under its small tiles (``kernels._runtime.
+    small_tiles``: always under the interpreter), run first by every check that draws cases, as an
+    explicit example: random draws may miss a path; these never do.
+
+    ``path`` says what the sizes reach ("rows of three column blocks, several row groups");
+    ``dims`` pins sizes (a ``*batch`` entry as a list); ``scalars`` pins scalars where the path
+    needs them (dropout's masks need p > 0). Tensors are contiguous, of their first value kind;
+    seeds and the other scalars and sizes are drawn, the same on every run of a check.
+    """
+
+    path: str
+    dims: Mapping[str, int | Sequence[int]]
+    scalars: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class TensorArg:
     """One tensor argument of the kernel.
 
@@ -264,6 +281,12 @@ class KernelSpec:
     # The dtype whose ulp the terms of both hooks carry, where finer than the output's: "float32"
     # for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
     term_precision: str | None = None
+    # Sizes that reach each tiling path of the kernel at CPU scale (``TilingCase``): explicit
+    # examples of every check that draws cases, so that no path depends on a lucky draw.
+    tiling_cases: tuple[TilingCase, ...] = ()
+    # Why a branch of the kernel's Triton code is not taken both ways by the CPU suite, keyed
+    # "<function>: <branch line>" as ``harness branches`` prints it (harness.branches).
+    unreached_on_cpu: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -408,6 +431,32 @@ def _validate(spec: KernelSpec) -> None:
             fail("known_failures", "every known failure needs a reason")
         if failure.implementation is not None and failure.implementation not in spec.implementations:
             fail("known_failures", f"implementation {failure.implementation!r} is not in implementations")
+    for i, tiling in enumerate(spec.tiling_cases):
+        where = f"tiling_cases[{i}]"
+        if not isinstance(tiling, TilingCase):
+            fail(where, f"entries must be TilingCase, got {type(tiling).__name__}")
+        if not isinstance(tiling.path, str) or not tiling.path.strip():
+            fail(f"{where}.path", "say which tiling path the sizes reach")
+        for dim_name, value in tiling.dims.items():
+            dim = spec.dims.get(dim_name)
+            if dim is None:
+                fail(f"{where}.dims", f"names dim {dim_name!r}, which is not in dims {sorted(spec.dims)}")
+            if isinstance(dim, Batch):
+                if (not isinstance(value, Sequence) or len(value) > dim.max_rank
+                        or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= dim.cpu_max for v in value)):
+                    fail(f"{where}.dims[{dim_name!r}]", f"must be a list of at most {dim.max_rank} sizes in 1..{dim.cpu_max}, got {value!r}")
+            elif (isinstance(value, bool) or not isinstance(value, int) or not dim.min <= value <= dim.cpu_max
+                  or (dim.choices and value not in dim.choices)):
+                fail(f"{where}.dims[{dim_name!r}]", f"must be a size the CPU draws ({dim.min}..{dim.cpu_max}"
+                     f"{', one of ' + str(tuple(dim.choices)) if dim.choices else ''}), got {value!r}")
+        for scalar_name in tiling.scalars:
+            if scalar_name not in spec.scalars:
+                fail(f"{where}.scalars", f"names {scalar_name!r}, which is not a scalar of the spec")
+    for key, reason in spec.unreached_on_cpu.items():
+        if not isinstance(key, str) or ": " not in key:
+            fail("unreached_on_cpu", f"keys are '<function>: <branch line>' as `harness branches` prints them, got {key!r}")
+        if not isinstance(reason, str) or not reason.strip():
+            fail(f"unreached_on_cpu[{key!r}]", "say why the CPU suite cannot take this branch both ways")
     if spec.term_precision is not None and spec.term_precision not in FLOAT_DTYPES:
         fail("term_precision", f"must be one of {FLOAT_DTYPES} or None, got {spec.term_precision!r}")
     for hook in TERM_HOOKS:

@@ -8,11 +8,14 @@ toward a small, contiguous, seed-0 case, so a counterexample reads easily.
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import seed as hyp_seed
+from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from harness.case import Case, TensorRecipe
 from harness.layouts import LAYOUT_CLASSES, Layout
-from harness.spec import BATCH, Batch, Dim, KernelSpec
+from harness.spec import BATCH, Batch, Dim, KernelSpec, TilingCase
 
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 _PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381)
@@ -130,10 +133,17 @@ def scalar_strategy(strategy, dims: dict[str, object]) -> st.SearchStrategy:
 
 
 @st.composite
-def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool) -> Case:
-    """A whole case for ``spec`` in ``dtype``: dims, then each tensor's layout, values and seed."""
+def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool, pinned: TilingCase | None = None) -> Case:
+    """A whole case for ``spec`` in ``dtype``: dims, then each tensor's layout, values and seed.
+    ``pinned`` (a spec's ``TilingCase``) fixes the sizes and scalars it names, and makes every
+    tensor contiguous with its first value kind."""
+    fixed_dims = dict(pinned.dims) if pinned else {}
+    fixed_scalars = dict(pinned.scalars) if pinned else {}
     drawn: dict[str, object] = {}
     for name, dim in spec.dims.items():
+        if name in fixed_dims:
+            drawn[name] = list(fixed_dims[name]) if isinstance(dim, Batch) else fixed_dims[name]
+            continue
         drawn[name] = draw(batch_sizes(dim, on_gpu) if isinstance(dim, Batch) else sizes(dim, on_gpu))
     tensors = {}
     for arg in spec.tensors:
@@ -141,17 +151,42 @@ def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool) -> Case:
         tensors[arg.name] = TensorRecipe(
             shape=shape,
             dtype=arg.dtype or dtype,
-            layout=draw(layouts(shape, arg.layouts)),
-            values=draw(st.sampled_from(arg.values)),
+            # a tiling case: plain data in plain memory, so the path runs on the kernel's own tiles
+            layout=Layout() if pinned and "contiguous" in arg.layouts else draw(layouts(shape, arg.layouts)),
+            values=arg.values[0] if pinned else draw(st.sampled_from(arg.values)),
             seed=draw(SEEDS),
         )
-    scalars = {name: draw(scalar_strategy(strategy, drawn)) for name, strategy in spec.scalars.items()}
+    scalars = {name: fixed_scalars[name] if name in fixed_scalars else draw(scalar_strategy(strategy, drawn))
+               for name, strategy in spec.scalars.items()}
     return Case(
         spec=spec.name,
         dtype=dtype,
         dims=drawn,
         tensors=tensors,
         scalars=scalars,
-        grad_layout=draw(st.sampled_from(LAYOUT_CLASSES)),
+        grad_layout="contiguous" if pinned else draw(st.sampled_from(LAYOUT_CLASSES)),
         grad_seed=draw(SEEDS),
     )
+
+
+def tiling_examples(spec: KernelSpec, dtype: str, on_gpu: bool, salt: int) -> list[Case]:
+    """One concrete case per ``spec.tiling_cases`` entry: its pinned sizes and scalars, the rest
+    drawn from ``salt`` (the same cases on every run). Explicit examples of a property
+    (``harness.runner``), run before its generated cases."""
+    return [_fixed_draw(cases(spec, dtype, on_gpu, pinned=tiling), salt + i) for i, tiling in enumerate(spec.tiling_cases)]
+
+
+def _fixed_draw(strategy: st.SearchStrategy, salt: int) -> object:
+    """A value of ``strategy`` that depends on ``salt`` alone: Hypothesis's second draw under that
+    seed (its first is the all-minimal value: contiguous, seed 0, the first value kind)."""
+    found: list[object] = []
+
+    @hyp_settings(database=None, max_examples=2, phases=(Phase.generate,), deadline=None,
+                  derandomize=False, suppress_health_check=list(HealthCheck))
+    @hyp_seed(salt)
+    @given(strategy)
+    def take(value: object) -> None:
+        found.append(value)
+
+    take()
+    return found[-1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from harness import BenchShape
+from harness import BenchShape, TilingCase
 from harness import torch_dtype
 
 # Value kinds of a norm's input: the usual scales, the extremes (huge: 1e4 and up, where fp16
@@ -24,6 +24,15 @@ BAD_EPS = [-1e-5, float("nan"), float("inf")]
 # own validation (a corrupted tensor raises even when this call would leave it out) and then drop
 # the ones the choice leaves out. The reference drops the same ones.
 AFFINE = ("weight+bias", "weight", "bias", "none")
+
+# The norms' tiling paths at CPU scale (kernels/_norm.py's small tiles: 64-column blocks, backward
+# tiles of 4 rows, row groups of 2 tiles, each group one row of weight-gradient partial sums).
+TILING_CASES = (
+    TilingCase("rows of three 64-column blocks, the last partial (the streamed forward, the backward's "
+               "row-sums and column kernels) in two backward row groups", dims={"*batch": [2], "rows": 6, "cols": 129}),
+    TilingCase("rows of one block in three backward tiles, the last partial, over two row groups (partial sums "
+               "of several groups)", dims={"*batch": [2], "rows": 5, "cols": 33}),
+)
 
 
 def keep(choice: str, name: str, tensor):

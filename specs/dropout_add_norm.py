@@ -5,13 +5,13 @@ reference (``random=RandomSpec``; see ``harness.random_checks``)."""
 import torch
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
 from harness.spec import RandomSpec
 
 import kernels.dropout_add_norm as kernel
 import references.dropout_add_norm as reference
 from kernels import _norm as kernel_norm
-from specs import _norm
+from specs import _norm, _unreached
 
 # Drop probabilities: the edges (p = 0 is the deterministic op, p = 1 drops everything) and common
 # values, then any p up to 0.95 (beyond, 1/(1-p) overflows fp16 sums of ordinary values).
@@ -128,6 +128,14 @@ SPEC = KernelSpec(
     },
     random=RandomSpec(seed="seed", p="p", mask_scalars={"return_mask": True}, reference_mask="mask"),
     dtypes=("float32", "float16", "bfloat16", "float64"),
+    # The same kernels as layer_norm's and rms_norm's (their tiling cases cover the row groups);
+    # here the dropout mask's stream in a later column block.
+    tiling_cases=(
+        TilingCase("rows of two 64-column blocks, the second partial, with dropout (the mask drawn at the "
+                   "block's column offset, forward and backward)", dims={"*batch": [2], "rows": 2, "cols": 70},
+                   scalars={"p": 0.5}),
+    ),
+    unreached_on_cpu=_unreached.NORMS,
     error_multiple=2.0,
     bad_scalars={
         "p": [-0.1, 1.5, float("nan")],

@@ -33,6 +33,7 @@ from harness import torch_dtype
 
 import kernels.flash_attention as kernel
 import references.flash_attention as reference
+from specs import _unreached
 
 _QKV = ("batch", "heads", "seq", "head_dim")
 
@@ -105,6 +106,7 @@ SPEC = KernelSpec(
         # running maximum changes between blocks), smaller ones make it nearly uniform.
         "scale": st.none() | st.sampled_from((0.05, 0.125, 0.5, 2.0)) | st.floats(0.015625, 4.0, width=32),
     },
+    unreached_on_cpu=_unreached.MATMUL,
     dtypes=("float16", "bfloat16"),
     error_multiple=2.0,
     term_magnitudes=reference.term_magnitudes,

@@ -14,12 +14,12 @@ import functools
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
 from harness import torch_dtype
 
 import kernels.glu as kernel
 import references.glu as reference
-from specs import _peers
+from specs import _peers, _unreached
 
 _ACTIVATION = st.sampled_from(kernel.ACTIVATIONS)
 _BAD_ACTIVATIONS = ["swish", "GELU", "relu", None]
@@ -48,6 +48,13 @@ SPEC = KernelSpec(
     },
     scalars={"activation": _ACTIVATION},
     bad_scalars={"activation": _BAD_ACTIVATIONS},
+    # The small tiles (kernels/_rows.py ELEMENTWISE_INTERPRETER_LIMITS): 64-column blocks, tiles of
+    # 4 rows.
+    tiling_cases=(
+        TilingCase("rows of three 64-column blocks, the last partial, in five row tiles",
+                   dims={"*batch": [2], "rows": 9, "cols": 129}),
+    ),
+    unreached_on_cpu=_unreached.ACTIVATIONS,
     error_multiple=2.0,
     perf=PerfModel(
         peers=_peers.GLU,
@@ -113,6 +120,7 @@ PACKED_SPEC = KernelSpec(
     bad_inputs=(
         BadInput("x of odd width", "x", lambda kw: {**kw, "x": kw["x"][..., :-1]}),
     ),
+    unreached_on_cpu=_unreached.ACTIVATIONS,
     error_multiple=2.0,
     perf=PerfModel(
         bytes_moved=lambda dims, dtype: _packed_bytes(dims, dtype, 1, 1),  # read x; write the output

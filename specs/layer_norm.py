@@ -6,7 +6,7 @@ from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
 
 import kernels.layer_norm as kernel
 import references.layer_norm as reference
-from specs import _norm, _peers
+from specs import _norm, _peers, _unreached
 
 
 def _triton(x, weight, bias, eps, affine):
@@ -45,6 +45,8 @@ SPEC = KernelSpec(
     },
     scalars={"eps": _norm.EPS, "affine": st.sampled_from(_norm.AFFINE)},
     dtypes=("float32", "float16", "bfloat16", "float64"),
+    tiling_cases=_norm.TILING_CASES,
+    unreached_on_cpu=_unreached.NORMS,
     error_multiple=2.0,
     term_magnitudes=_terms,
     gradient_term_magnitudes=_gradient_terms,

@@ -20,6 +20,7 @@ from harness import torch_dtype
 
 import kernels.linear_act as kernel
 import references.linear_act as reference
+from specs import _unreached
 
 
 def _mnk(dims):
@@ -67,6 +68,7 @@ SPEC = KernelSpec(
         BadInput("weight of rank 1", "weight", lambda kw: {**kw, "weight": kw["weight"][0]}),
         BadInput("x as float32", "x", lambda kw: {**kw, "x": kw["x"].float()}),
     ),
+    unreached_on_cpu={**_unreached.ACTIVATIONS, **_unreached.MATMUL},
     dtypes=("float16", "bfloat16"),
     error_multiple=2.0,
     # grad_bias sums grad_z over rows, in fp64 here and in fp32 in eager; when the sum cancels,

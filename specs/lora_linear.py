@@ -9,6 +9,7 @@ from harness import torch_dtype
 
 import kernels.lora_linear as kernel
 import references.lora_linear as reference
+from specs import _unreached
 
 
 def _dims(dims):
@@ -83,6 +84,7 @@ SPEC = KernelSpec(
                  lambda kw: {**kw, "weight": kw["weight"].detach().clone().requires_grad_(True)}),
         BadInput("weight of rank 1", "weight", lambda kw: {**kw, "weight": kw["weight"][0]}),
     ),
+    unreached_on_cpu=_unreached.MATMUL,
     dtypes=("float16", "bfloat16"),
     error_multiple=2.0,
     gradient_error_multiple=4.0,

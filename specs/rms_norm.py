@@ -6,8 +6,7 @@ from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
 
 import kernels.rms_norm as kernel
 import references.rms_norm as reference
-from specs import _norm, _peers
-
+from specs import _norm, _peers, _unreached
 # Which scale a call passes: a weight used as is, a weight stored as an offset from one (Gemma's
 # ``1 + weight``), or none.
 SCALE = ("weight", "offset_weight", "none")
@@ -58,6 +57,8 @@ SPEC = KernelSpec(
         "scale": st.sampled_from(SCALE),
     },
     dtypes=("float32", "float16", "bfloat16", "float64"),
+    tiling_cases=_norm.TILING_CASES,
+    unreached_on_cpu=_unreached.NORMS,
     error_multiple=2.0,
     # The output is a product (no terms to cancel); the gradients are cancelling sums, formed in
     # fp32 from the exact inputs.

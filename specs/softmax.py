@@ -1,6 +1,6 @@
 """Softmax over the last dimension: the Triton kernel against ``torch.softmax``."""
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
 from harness import torch_dtype
 
 import kernels.softmax as kernel
@@ -34,6 +34,13 @@ SPEC = KernelSpec(
         "cols": Dim(cpu_max=200, gpu_max=37000, boundaries=kernel.block_boundaries),
     },
     dtypes=("float32", "float16", "bfloat16", "float64"),
+    # The small tiles (kernels/softmax.py _INTERPRETER_LIMITS): 64-column blocks, single-block rows
+    # packed 64 elements a program.
+    tiling_cases=(
+        TilingCase("rows of three 64-column blocks, the last partial (the streamed passes)",
+                   dims={"*batch": [2], "rows": 5, "cols": 129}),
+        TilingCase("rows of one block, several a program, the last program partial", dims={"*batch": [2], "rows": 5, "cols": 13}),
+    ),
     error_multiple=2.0,
     # dx = y * (dy - sum(dy * y)) starts from the stored, rounded y (the kernel's own, not eager's)
     # and cancels in peaked rows: measured on an H100, a correct kernel reaches 3.8x eager's envelope

@@ -13,7 +13,7 @@ from harness.device import current_device
 from harness.registry import load_specs
 from harness.runner import CheckFailure, PropertyRun
 from harness.spec import Dim
-from tests.faults import add_mul_act_faults, softmax_faults
+from tests.faults import add_mul_act_faults, mutants, softmax_faults
 
 FAULTS = [
     # (spec, fault, check, dtype, text the report must contain)
@@ -56,7 +56,9 @@ def test_planted_bug_is_caught_with_a_readable_report(spec_name, fault, check, d
     tensors = spec.tensors
     if fault.__name__ in LAYOUTS:
         tensors = tuple(dataclasses.replace(t, layouts=LAYOUTS[fault.__name__]) for t in tensors)
-    spec = dataclasses.replace(spec, implementations={"fault": fault}, dims=dims, tensors=tensors)
+    # a fault's own size regime replaces the spec's sizes, and with them its tiling cases
+    tiling = () if fault.__name__ in REGIMES else spec.tiling_cases
+    spec = dataclasses.replace(spec, implementations={"fault": fault}, dims=dims, tensors=tensors, tiling_cases=tiling)
     run = PropertyRun(spec, "fault", dtype, check, current_device(), max_examples=150)
     with pytest.raises(CheckFailure) as info:
         run.run()
@@ -111,3 +113,24 @@ def test_a_poisoned_cuda_context_reports_the_first_case_that_raised_it_not_a_shr
     assert "illegal memory access" in report and "the first that raised it" in report
     # the reported case is the one that first raised, not Hypothesis's simplest failing case
     assert kernel.first_bad[0] >= 3 and f"x: shape {kernel.first_bad}" in report, report
+
+
+@pytest.mark.parametrize("mutant", mutants.MUTANTS, ids=lambda m: m.name)
+def test_a_fault_on_a_small_tile_path_is_caught_by_the_profile_in_force(mutant, monkeypatch):
+    """A fault planted in the production kernel (tests/faults/mutants.py) on a path that CPU-sized
+    cases reach only through the small tiles and the spec's tiling cases: the property fails at
+    the profile's own number of examples (the ci profile's 8 on a CI run), not a hunt of 150."""
+    spec = load_specs()[mutant.spec]
+    with mutants.planted(mutant, monkeypatch):
+        run = PropertyRun(spec, "triton", mutant.dtype, mutant.check, current_device())
+        with pytest.raises(CheckFailure) as info:
+            run.run()
+    report = str(info.value)
+    assert f"{mutant.spec}[triton] {mutant.check}" in report and "FAILED" in report
+    assert mutant.expected in report, report
+
+
+def test_a_mutant_whose_snippet_is_gone_fails_by_name():
+    stale = dataclasses.replace(mutants.MUTANTS[0], name="stale", original="this text is in no kernel")
+    with pytest.raises(mutants.StaleMutant, match="mutant stale: its snippet occurs 0 times"):
+        mutants.mutated_source(stale)

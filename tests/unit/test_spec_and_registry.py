@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from harness import Batch, BenchShape, Dim, KernelSpec, KnownFailure, PerfModel, SpecError, TensorArg
+from harness import Batch, BenchShape, Dim, KernelSpec, KnownFailure, PerfModel, SpecError, TensorArg, TilingCase
 from harness.registry import RegistryError, load_specs, select
 
 
@@ -61,6 +61,14 @@ def test_a_well_formed_spec_builds():
         ({"known_failures": (KnownFailure("forward", " "),)}, "needs a reason"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({}, "float32"),))}, "perf.shapes"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({"n": 4}, "float64"),))}, "perf.shapes"),
+        ({"tiling_cases": (TilingCase(" ", dims={"n": 3}),)}, "tiling_cases[0].path"),
+        ({"tiling_cases": (TilingCase("two blocks", dims={"m": 3}),)}, "names dim 'm'"),
+        ({"tiling_cases": (TilingCase("two blocks", dims={"n": 17}),)}, "tiling_cases[0].dims['n']: must be a size the CPU draws (1..16)"),
+        ({"tiling_cases": (TilingCase("two blocks", dims={"*batch": [2, 2, 2]}),)}, "tiling_cases[0].dims['*batch']"),
+        ({"tiling_cases": (TilingCase("two blocks", dims={"n": 3}, scalars={"p": 0.5}),)}, "tiling_cases[0].scalars"),
+        ({"tiling_cases": ({"n": 3},)}, "entries must be TilingCase"),
+        ({"unreached_on_cpu": {"if EVEN:": "full tiles"}}, "keys are '<function>: <branch line>'"),
+        ({"unreached_on_cpu": {"kernel: if EVEN:": ""}}, "unreached_on_cpu['kernel: if EVEN:']"),
     ],
 )
 def test_malformed_specs_name_the_field(overrides, field):
