@@ -303,7 +303,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             grad_placed = grad_placed[:1]
         grad_outs = [g.tensor for g in grad_placed]
         hook_grads = grad_outs + [torch.zeros_like(o) for o in probe[len(grad_outs):]]
-        scope = f"grad_output {layout}" + (", the first output alone" if first_only else "")
+        where = layout + (", the first output alone" if first_only else "")
 
         def reference_grads(dtype=None, perturb=None):
             kwargs = prepared.copies(dtype, names, perturb)
@@ -322,7 +322,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         input_snaps = prepared.snapshots()
         with poisoned_allocations():
             got = _backward(fn, prepared.kwargs(names), names, grad_outs, first_only)
-        written = [f"grad_output[{i}] ({scope}): {c}" for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps))
+        written = [f"grad_output[{i}] ({where}): {c}" for i, (g, snap) in enumerate(zip(grad_placed, grad_snaps))
                    for c in g.changes(snap)]
         written += [f"during backward, {c}" for c in prepared.changes(input_snaps)]
         if written:
@@ -330,7 +330,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             continue
         multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
-            label = f"grad {name} ({scope})"
+            label = f"grad {name} (grad_output {where})"
             if e is None:
                 continue
             if g is None:

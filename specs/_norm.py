@@ -27,12 +27,16 @@ AFFINE = ("weight+bias", "weight", "bias", "none")
 
 # The norms' tiling paths at CPU scale (kernels/_norm.py's small tiles: 64-column blocks, backward
 # tiles of 4 rows, row groups of 2 tiles, each group one row of weight-gradient partial sums).
-TILING_CASES = (
-    TilingCase("rows of three 64-column blocks, the last partial (the streamed forward, the backward's "
-               "row-sums and column kernels) in two backward row groups", dims={"*batch": [2], "rows": 6, "cols": 129}),
-    TilingCase("rows of one block in three backward tiles, the last partial, over two row groups (partial sums "
-               "of several groups)", dims={"*batch": [2], "rows": 5, "cols": 33}),
-)
+# ``scalars`` pins the options that give every weight and bias vector (the paths read them block by
+# block, and gradients of each are reduced over the row groups).
+def tiling_cases(**scalars) -> tuple[TilingCase, ...]:
+    return (
+        TilingCase("rows of three 64-column blocks, the last partial (the streamed forward, the backward's "
+                   "row-sums and column kernels) in two backward row groups",
+                   dims={"*batch": [2], "rows": 6, "cols": 129}, scalars=scalars),
+        TilingCase("rows of one block in three backward tiles, the last partial, over two row groups (partial "
+                   "sums of several groups)", dims={"*batch": [2], "rows": 5, "cols": 33}, scalars=scalars),
+    )
 
 
 def keep(choice: str, name: str, tensor):

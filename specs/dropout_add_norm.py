@@ -133,7 +133,7 @@ SPEC = KernelSpec(
     tiling_cases=(
         TilingCase("rows of two 64-column blocks, the second partial, with dropout (the mask drawn at the "
                    "block's column offset, forward and backward)", dims={"*batch": [2], "rows": 2, "cols": 70},
-                   scalars={"p": 0.5}),
+                   scalars={"p": 0.5, "affine": "weight+bias", "with_bias": True}),
     ),
     unreached_on_cpu=_unreached.NORMS,
     error_multiple=2.0,

@@ -45,7 +45,7 @@ SPEC = KernelSpec(
     },
     scalars={"eps": _norm.EPS, "affine": st.sampled_from(_norm.AFFINE)},
     dtypes=("float32", "float16", "bfloat16", "float64"),
-    tiling_cases=_norm.TILING_CASES,
+    tiling_cases=_norm.tiling_cases(affine="weight+bias"),
     unreached_on_cpu=_unreached.NORMS,
     error_multiple=2.0,
     term_magnitudes=_terms,
