@@ -18,7 +18,9 @@ import torch
 
 from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
+from harness import approximate
 from harness.eager import gpu_like as eager_numerics
+from harness.eager import subnormals_flushed
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
 from harness.spec import FLOAT_DTYPES, KernelSpec, takes_keyword
@@ -129,19 +131,56 @@ def prepare(case: Case, device: torch.device | str) -> Prepared:
 
 
 def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dtype: str,
-                     calibration: list[tuple[tuple, tuple]], terms: tuple = ()) -> list[Comparison]:
+                     calibration: list[tuple[tuple, tuple]], terms: tuple = (), flushed: tuple = (),
+                     allowances: tuple = ()) -> list[Comparison]:
     """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples
-    (and floored at an ulp of output k's term magnitudes, where the spec gives them)."""
+    (and floored at an ulp of output k's term magnitudes, where the spec gives them; with the
+    flushed reference's error and the approximate functions' allowance, where there are any)."""
     multiple = spec.multiple_for(dtype, interpreting())
     if len(got) != len(eager):
         return [Comparison("outputs", False, math.inf, multiple,
                            problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
-    terms = tuple(terms) + (None,) * (len(eager) - len(terms))
+    def padded(values: tuple) -> tuple:
+        return tuple(values) + (None,) * (len(eager) - len(values))
+
+    terms, flushed, allowances = padded(terms), padded(flushed), padded(allowances)
     return [
         compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k],
-                term_precision(spec))
+                term_precision(spec), flushed=_same_shape(flushed[k], e), allowance=allowances[k])
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
+
+
+def _same_shape(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | None:
+    return t if t is not None and like is not None and t.shape == like.shape and t.is_floating_point() else None
+
+
+def flushed_reference(dtype: torch.dtype) -> bool:
+    """Whether a case of ``dtype`` also runs its reference with fp32 subnormals flushed: 16-bit and
+    fp32 cases, whose kernels compute in fp32 (fp64 has no flush to model)."""
+    return dtype in (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _to_dtype_of(outputs: tuple, like: tuple) -> tuple:
+    return tuple(o.to(l.dtype) if o is not None and l is not None and o.is_floating_point() else o
+                 for o, l in zip(outputs, like))
+
+
+def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) -> tuple:
+    """Per output, the spec's approximate functions' allowance (harness.approximate), or None."""
+    if not spec.approximate_math:
+        return ()
+    out: list = [None] * len(oracle)
+    with torch.no_grad():
+        for function, hook in spec.approximate_math.items():
+            arguments = hook(**prepared.copies(torch.float64))
+            arguments = tuple(arguments) if isinstance(arguments, (tuple, list)) else (arguments,)
+            for k, (argument, o) in enumerate(zip(arguments, oracle)):
+                if argument is None or o is None or not o.is_floating_point():
+                    continue
+                add = approximate.allowance(function, argument, o)
+                out[k] = add if out[k] is None else out[k] + add
+    return tuple(out)
 
 
 def term_precision(spec: KernelSpec) -> torch.dtype | None:
@@ -149,11 +188,13 @@ def term_precision(spec: KernelSpec) -> torch.dtype | None:
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
-    """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none)."""
+    """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none); a
+    hook with a ``dtype`` parameter also gets the case's dtype (terms of two precisions)."""
     if spec.term_magnitudes is None:
         return ()
+    extra = {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(spec.term_magnitudes, "dtype") else {}
     with torch.no_grad():
-        out = spec.term_magnitudes(**prepared.copies(torch.float64))
+        out = spec.term_magnitudes(**prepared.copies(torch.float64), **extra)
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -175,7 +216,12 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     oracle = as_outputs(spec.reference(**prepared.copies(torch.float64)))
     calibration = [(sample, as_outputs(spec.reference(**prepared.copies(torch.float64, perturb=s))))
                    for s, sample in enumerate(calibration_eager)]
+    flushed = ()
+    if flushed_reference(torch_dtype(case.dtype)):
+        with subnormals_flushed():
+            flushed = _to_dtype_of(as_outputs(spec.reference(**prepared.copies(torch.float32))), eager)
     terms = term_magnitudes(spec, prepared)
+    allowances = approximate_allowances(spec, prepared, oracle)
     snapshots = prepared.snapshots()
     with poisoned_allocations():
         got = as_outputs(fn(**prepared.kwargs()))
@@ -183,7 +229,7 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     if written:
         return CheckResult("forward", False, problems=[f"the forward wrote into its inputs: {c}" for c in written])
     comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration,
-                                   terms)
+                                   terms, flushed, allowances)
     return CheckResult("forward", all(c.passed for c in comparisons), comparisons)
 
 
@@ -316,6 +362,10 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         # either fails once, for that write, with no numerics derived from the overwritten values.
         eager, oracle = reference_grads(), reference_grads(torch.float64)
         calibration = [(reference_grads(perturb=s), reference_grads(torch.float64, s)) for s in range(CALIBRATION_SAMPLES)]
+        flushed = [None] * len(names)
+        if flushed_reference(torch_dtype(case.dtype)):
+            with subnormals_flushed():
+                flushed = _to_dtype_of(reference_grads(torch.float32), eager)
         terms = gradient_term_magnitudes(spec, prepared, hook_grads)
         rounded = gradient_rounded_terms(spec, prepared, hook_grads)
         grad_snaps = [g.snapshot() for g in grad_placed]
@@ -338,7 +388,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
             comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), term_precision(spec),
-                                       rounded_terms=rounded.get(name)))
+                                       rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e)))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 

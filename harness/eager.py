@@ -68,6 +68,43 @@ class _OpMath(TorchDispatchMode):
         return spec.unflatten(rounded)
 
 
+_FP32_TINY = torch.finfo(torch.float32).tiny
+
+
+def _flushed(v):
+    """An fp32 tensor with its subnormals replaced by zeros of their sign; anything else as it is."""
+    if isinstance(v, torch.Tensor) and v.dtype == torch.float32:
+        return torch.where(v.abs() < _FP32_TINY, v * 0, v)
+    return v
+
+
+class _FlushSubnormals(TorchDispatchMode):
+    """Each op on fp32 tensors sees its subnormal inputs as zero and returns its subnormal results
+    as zero (DAZ and FTZ at every op boundary), as a GPU kernel compiled to flush does."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if _runs_as_is(func):
+            return func(*args, **kwargs)
+        args, kwargs = tree_map(_flushed, (args, kwargs))
+        return tree_map(_flushed, func(*args, **kwargs))
+
+
+@contextlib.contextmanager
+def subnormals_flushed() -> Iterator[None]:
+    """Run fp32 eager work with subnormals flushed to zero at every op (``_FlushSubnormals``).
+
+    GPU kernels flush fp32 subnormals (Triton's fast exp and division are the ``.ftz`` forms; so is
+    much of what nvcc emits), and eager's kernels do not: a GLU whose activation underflows to a
+    subnormal gives 0 in the kernel, 2e-37 in eager (an H200 nightly case). The checks run the
+    reference once more in fp32 under this mode, and the envelope of each row admits what
+    flushing does there (harness.numerics): the flush of an intermediate is judged at the scale
+    of the row, by the reference itself, with no term formula from the spec.
+    """
+    with _FlushSubnormals():
+        yield
+
+
 @contextlib.contextmanager
 def gpu_like(device: torch.device | str) -> Iterator[None]:
     """Run eager as a GPU's ATen would (module docstring) while inside, where ``device`` is not a

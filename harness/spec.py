@@ -287,6 +287,11 @@ class KernelSpec:
     # Why a branch of the kernel's Triton code is not taken both ways by the CPU suite, keyed
     # "<function>: <branch line>" as ``harness branches`` prints it (harness.branches).
     unreached_on_cpu: Mapping[str, str] = field(default_factory=dict)
+    # The GPU's approximate functions the kernel uses ("exp", "sigmoid": harness.approximate), each
+    # with a hook called like the reference on the fp64 inputs that returns, per output, the
+    # function's argument for each element (or None for an output without it). An element within
+    # the function's documented error at that argument passes whatever the budget.
+    approximate_math: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -452,6 +457,13 @@ def _validate(spec: KernelSpec) -> None:
         for scalar_name in tiling.scalars:
             if scalar_name not in spec.scalars:
                 fail(f"{where}.scalars", f"names {scalar_name!r}, which is not a scalar of the spec")
+    from harness.approximate import FUNCTIONS as _APPROXIMATE
+
+    for function, hook in spec.approximate_math.items():
+        if function not in _APPROXIMATE:
+            fail("approximate_math", f"unknown function {function!r}; known: {sorted(_APPROXIMATE)}")
+        if not callable(hook):
+            fail(f"approximate_math[{function!r}]", f"must be a function of the inputs giving the argument, got {type(hook).__name__}")
     for key, reason in spec.unreached_on_cpu.items():
         if not isinstance(key, str) or ": " not in key:
             fail("unreached_on_cpu", f"keys are '<function>: <branch line>' as `harness branches` prints them, got {key!r}")

@@ -18,7 +18,7 @@ def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lor
 
 
 def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
-                    scale: float) -> torch.Tensor:
+                    scale: float, dtype: torch.dtype) -> torch.Tensor:
     """The sum of |terms| behind each output element (``harness.numerics``), in fp32 ulps (the
     spec's ``term_precision``): the op is a sum of products of its inputs, so its terms are the op
     itself at their absolute values. Each output element sums in_features exact products (and the
@@ -28,12 +28,17 @@ def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor,
     was 3.9e-9 off where cuBLAS, adding in another order, happened to be 2e-10 off: 3.24x eager's
     envelope, which had no other room (eager within an ulp on the whole row).
 
-    ``xa = x @ lora_a^T`` is rounded to the input dtype before the low-rank product, in eager and
-    in the kernel alike. Only fp32 units are counted for it because both ask cuBLAS for the same
-    product of the same operands, so they round it alike. Were the kernel to form xa itself, its
-    terms would need the dtype's ulp, as the gradient hook below weighs ``g @ lora_b``.
+    Two precisions meet here, as in the gradient hook below. ``xa = x @ lora_a^T`` is rounded to
+    ``dtype`` before the low-rank product, in eager and in the kernel alike, but by two products
+    of their own (eager's ``F.linear``, the kernel's ``torch.matmul``), which may round an element
+    of it an ulp apart: an ulp of ``dtype`` of ``|xa|``, carried through ``|lora_b|``. The H100 and
+    H200 nightly found it: bf16, in_features 3, an output of -7.3e-6 from base terms of about 1;
+    kernel -9.7e-6, eager -7.6e-6, 4.51 times an envelope of fp32 ulps of the terms.
     """
-    return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), abs(scale))
+    s = abs(scale)
+    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    low_rank = F.linear(F.linear(x, lora_a).abs(), lora_b.abs()) * (s * ratio)
+    return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), s) + low_rank
 
 
 def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,

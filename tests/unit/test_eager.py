@@ -68,3 +68,30 @@ def test_a_16_bit_sum_is_rounded_once_as_a_gpu_rounds_it():
     with gpu_like("cpu"):
         got = x.sum()
     assert got.dtype == torch.float16 and got == x.float().sum().half()
+
+
+def _gated(a, b):
+    return torch.exp(a) * b
+
+
+def test_a_flushed_subnormal_intermediate_passes_at_the_rows_scale_and_a_wrong_value_still_fails():
+    """exp(-95) is a subnormal in fp32 (5.5e-42): a GPU kernel that flushes it gives 0 where
+    eager gives 5.5e-36 after the product (as in an H200 nightly case, glu bf16: 0 against 2e-37).
+    The reference run with subnormals flushed shows the difference is the flush's, at that row's
+    scale."""
+    from harness.eager import subnormals_flushed
+
+    a = torch.tensor([[-95.0, 0.5, 1.0, -0.3]])
+    b = torch.tensor([[1e6, 2.0, -1.0, 3.0]])
+    oracle = _gated(a.double(), b.double())
+    eager = _gated(a, b)
+    with subnormals_flushed():
+        flushed = _gated(a, b)
+    assert eager[0, 0] != 0 and flushed[0, 0] == 0 and torch.equal(flushed[0, 1:], eager[0, 1:])
+    kernel = eager.clone()
+    kernel[0, 0] = 0.0
+    assert not compare("out", kernel, eager, oracle, 2.0).passed  # held to eager's error: fails
+    assert compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed
+    wrong = kernel.clone()
+    wrong[0, 2] = wrong[0, 2] * (1 + 8 * torch.finfo(torch.float32).eps)
+    assert not compare("out", wrong, eager, oracle, 2.0, flushed=flushed).passed

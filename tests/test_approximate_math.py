@@ -1,0 +1,81 @@
+"""Kernels on the GPU's fast exp and sigmoid pass when they declare it, and only then; a planted
+4-ulp error away from the tails fails either way (harness.approximate)."""
+
+import dataclasses
+import functools
+
+import pytest
+import torch
+
+from harness import Dim, KernelSpec, SpecError, TensorArg
+from harness.device import current_device
+from harness.runner import CheckFailure, PropertyRun
+from harness.validate import interpreting
+from tests import approx_kernels
+
+EXAMPLES = 60
+
+
+def _softmax_spec(kernel, declare: bool) -> KernelSpec:
+    return KernelSpec(
+        name="fast_softmax",
+        reference=lambda x: torch.softmax(x, -1),
+        implementations={"triton": kernel},
+        tensors=(TensorArg("x", dims=("rows", "cols"), values=("large", "normal")),),
+        dims={"rows": Dim(cpu_max=4, gpu_max=64), "cols": Dim(cpu_max=64, gpu_max=1024)},
+        dtypes=("float32",),
+        approximate_math={"exp": lambda x: x - x.amax(-1, keepdim=True)} if declare else {},
+    )
+
+
+def _silu_mul_spec(kernel, declare: bool) -> KernelSpec:
+    return KernelSpec(
+        name="fast_silu_mul",
+        reference=lambda a, b: torch.nn.functional.silu(a) * b,
+        implementations={"triton": kernel},
+        tensors=(TensorArg("a", dims=("n",), values=("large", "normal")), TensorArg("b", dims=("n",))),
+        dims={"n": Dim(cpu_max=64, gpu_max=4096)},
+        dtypes=("float32",),
+        approximate_math={"sigmoid": lambda a, b: a} if declare else {},
+    )
+
+
+SUBJECTS = {
+    "softmax": (_softmax_spec, approx_kernels.fast_softmax),
+    "silu_mul": (_silu_mul_spec, approx_kernels.fast_silu_mul),
+}
+
+
+def _run(spec: KernelSpec) -> None:
+    PropertyRun(spec, "triton", "float32", "forward", current_device(), max_examples=EXAMPLES).run()
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_kernel_on_the_fast_functions_passes_when_it_declares_them(subject):
+    make, kernel = SUBJECTS[subject]
+    _run(make(kernel, declare=True))
+
+
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_the_same_kernel_fails_in_the_tails_when_it_declares_nothing(subject):
+    if interpreting():
+        pytest.skip("the interpreter's exp is numpy's, correctly rounded: the fast approximation exists only on a GPU")
+    make, kernel = SUBJECTS[subject]
+    with pytest.raises(CheckFailure) as info:
+        _run(make(kernel, declare=False))
+    assert "OVER budget" in str(info.value)
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "undeclared"])
+@pytest.mark.parametrize("subject", SUBJECTS)
+def test_a_planted_4_ulp_error_away_from_the_tails_fails_either_way(subject, declare):
+    make, kernel = SUBJECTS[subject]
+    with pytest.raises(CheckFailure) as info:
+        _run(make(functools.partial(kernel, ulps_off=4), declare))
+    assert "OVER budget" in str(info.value)
+
+
+def test_an_unknown_approximate_function_is_named():
+    spec = _softmax_spec(approx_kernels.fast_softmax, declare=False)
+    with pytest.raises(SpecError, match="approximate_math: unknown function 'log'"):
+        dataclasses.replace(spec, approximate_math={"log": abs})
