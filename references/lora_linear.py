@@ -28,16 +28,17 @@ def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor,
     was 3.9e-9 off where cuBLAS, adding in another order, happened to be 2e-10 off: 3.24x eager's
     envelope, which had no other room (eager within an ulp on the whole row).
 
-    Two precisions meet here, as in the gradient hook below. ``xa = x @ lora_a^T`` is rounded to
-    ``dtype`` before the low-rank product, in eager and in the kernel alike, but by two products
-    of their own (eager's ``F.linear``, the kernel's ``torch.matmul``), which may round an element
-    of it an ulp apart: an ulp of ``dtype`` of ``|xa|``, carried through ``|lora_b|``. The H100 and
-    H200 nightly found it: bf16, in_features 3, an output of -7.3e-6 from base terms of about 1;
-    kernel -9.7e-6, eager -7.6e-6, 4.51 times an envelope of fp32 ulps of the terms.
+    Two precisions meet here, as in the gradient hook below. Eager rounds the scaled low-rank
+    product ``scale * xa @ lora_b^T`` to ``dtype`` (twice: the product, then the scaling) before it
+    adds the base product; the kernel adds both in one fp32 accumulator. Where the sum cancels, the
+    two differ by up to an ulp of ``dtype`` of that product, whatever eager's luck elsewhere in the
+    row. (``xa`` itself is rounded alike: on the H100 the kernel's and eager's were bitwise equal at
+    the case below.) The H100 and H200 nightly runs found it: bf16, in_features 3, an output of
+    -7.3e-6; kernel -9.7e-6, eager -7.6e-6, 4.51 times an envelope of fp32 ulps of the terms.
     """
     s = abs(scale)
     ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
-    low_rank = F.linear(F.linear(x, lora_a).abs(), lora_b.abs()) * (s * ratio)
+    low_rank = F.linear(F.linear(x, lora_a), lora_b).abs() * (s * ratio)
     return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), s) + low_rank
 
 
