@@ -91,8 +91,12 @@ _CELL = {"passed": "[green]pass[/green]", "failed": "[bold red]FAIL[/bold red]",
 
 
 def _cell(outcome) -> str:
+    from harness.results import numerics_note
+
     text = _CELL[outcome.status]
-    if outcome.worst_score is not None and outcome.status == "passed":
+    if numerics_note(outcome.status, outcome.worst_score):
+        text += f" [yellow]{outcome.worst_score:.2f} note[/yellow]"
+    elif outcome.worst_score is not None and outcome.status == "passed":
         text += f" {outcome.worst_score:.2f}"
     return text
 

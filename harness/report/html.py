@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.io import atomic_write_text
 from harness.report.model import (
+    numerics_note,
     STATUSES,
     benchmark_groups,
     duration,
@@ -211,7 +212,7 @@ def _grids(results: Mapping, failure_ids: Mapping[int, str]) -> list[dict]:
                     "seconds": format_seconds(sum(o["seconds"] for o in row if o)),
                     "cells": [None if o is None else {
                         "status": o["status"],
-                        "label": _STATUS_LABELS[o["status"]],
+                        "label": _STATUS_LABELS[o["status"]] + (" (note)" if numerics_note(o["status"], o["worst_score"]) else ""),
                         "score": format_number(o["worst_score"]) if o["worst_score"] is not None else "",
                         "title": (o["message"].strip().splitlines() or [""])[0][:300],
                         "anchor": failure_ids.get(id(o)),

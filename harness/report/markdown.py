@@ -19,6 +19,7 @@ from harness.report.model import (
     format_number,
     format_p,
     format_seconds,
+    notes,
     summarize,
     validate_results,
 )
@@ -114,6 +115,14 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         lines += ["", f"### Failures ({len(bad)})", ""]
         lines += _table(("Kernel", "Implementation", "dtype", "Check", "Status", "Worst score", "Message", "Repro"),
                         rows, MAX_FAILURES, "failures")
+
+    noted = notes(results)
+    if noted:
+        rows = [(o["spec"], o["implementation"], o["dtype"], o["check"], format_number(o["worst_score"])) for o in noted]
+        lines += ["", f"### Numerics notes ({len(noted)})", "",
+                  "Passed, but beyond eager's own error (a score above 1, within the spec's multiple of it): "
+                  "a kernel drifting toward its budget."]
+        lines += [""] + _table(("Kernel", "Implementation", "dtype", "Check", "Worst score"), rows, MAX_FAILURES, "notes")
 
     verdicts = sorted((r for r in results["regressions"] if r["verdict"] in ("regression", "improvement")),
                       key=lambda r: (r["verdict"] != "regression", -(r["ratio"] or 0)))

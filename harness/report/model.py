@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.io import atomic_write_text
-from harness.results import UNFINISHED_PREFIX
+from harness.results import UNFINISHED_PREFIX, numerics_note
 from harness.spec import FIGURES, PASSES, REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
@@ -413,6 +413,12 @@ def append_history(path: str | os.PathLike, entry: Mapping) -> None:
 
 # --- helpers shared by the renderers ------------------------------------------------------------------
 
+
+
+def notes(results: Mapping) -> list[dict]:
+    """The outcomes that passed with a numerics note (``harness.results.numerics_note``), worst first."""
+    noted = [o for o in results["verification"] if numerics_note(o["status"], o["worst_score"])]
+    return sorted(noted, key=lambda o: -o["worst_score"])
 
 
 def failures(results: Mapping) -> list[dict]:

@@ -156,3 +156,27 @@ def test_the_check_tables_fit_an_80_column_terminal_without_cutting_a_name():
         assert max(len(line) for line in text.splitlines()) <= width
         assert "…" not in text, text  # nothing abbreviated by truncation
         assert all(check in text for check in checks) and "pass 0.82" in text
+    noted = Outcome(spec="add_mul_act", implementation="triton", dtype="float16", check="forward", status="passed",
+                    examples=8, worst_score=1.42, seconds=1.5)
+    out = StringIO()
+    for table in outcome_tables([noted], width=160):
+        Console(file=out, width=160).print(table)
+    assert "pass 1.42 note" in out.getvalue()  # a graded verdict: passed, beyond eager's own error
+
+
+def test_the_pytest_summary_lists_the_passes_with_a_numerics_note():
+    from types import SimpleNamespace
+
+    from harness.pytest_plugin import pytest_terminal_summary
+
+    lines: list[str] = []
+    note = SimpleNamespace(when="call", user_properties=[
+        ("harness_device", "cpu"), ("harness_worker", "gw0"),
+        ("harness_note", "softmax[triton] backward (bfloat16): worst score 1.73")])
+    plain = SimpleNamespace(when="call", user_properties=[("harness_device", "cpu"), ("harness_worker", "gw1")])
+    reporter = SimpleNamespace(stats={"passed": [note, plain]}, section=lambda title: lines.append(f"== {title}"),
+                               write_line=lines.append)
+    pytest_terminal_summary(reporter, 0, None)
+    text = "\n".join(lines)
+    assert "== harness numerics notes" in text and "softmax[triton] backward (bfloat16): worst score 1.73" in text
+    assert "== harness devices" in text and "gw1: 1 tests" in text

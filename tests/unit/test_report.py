@@ -359,3 +359,13 @@ def test_a_merged_run_is_incomplete_where_a_shard_is():
     text = render_markdown(merged)
     assert "(INCOMPLETE)" in text.splitlines()[0] and "Peers not timed here:** softmax peer liger" in text
     assert merge_results([first, make_results(run_id="c", shard="gpu2")])["incomplete"] is None
+
+
+def test_a_pass_beyond_eagers_own_error_carries_a_numerics_note_in_every_report():
+    results = make_results()
+    results["verification"].append(outcome("softmax", "triton", "bfloat16", "backward", worst_score=1.73))
+    text = render_markdown(results)
+    assert "### Numerics notes (1)" in text and "| softmax | triton | bfloat16 | backward | 1.73 |" in text
+    assert "pass (note)" in html_report(results)
+    quiet = make_results()  # every passing score <= 1: no note anywhere
+    assert "Numerics notes" not in render_markdown(quiet) and "(note)" not in html_report(quiet)
