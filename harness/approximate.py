@@ -46,4 +46,7 @@ def allowance(function: str, argument: torch.Tensor, oracle: torch.Tensor) -> to
     """What an element may err by when computed through ``function``'s fast form at ``argument``:
     the documented ulps, in fp32 ulps of the oracle's value (fp64, the output's shape)."""
     ulps = FUNCTIONS[function](argument.detach().to(torch.float64))
-    return (ulps * _FP32_EPS * oracle.detach().to(torch.float64).abs()).expand_as(oracle)
+    magnitude = oracle.detach().to(torch.float64).abs()
+    allowed = ulps * _FP32_EPS * magnitude
+    # An infinite argument (a masked logit, -inf) makes an exact 0 or a NaN: no allowance there.
+    return torch.where(ulps.isfinite() & (magnitude > 0), allowed, 0.0).expand_as(oracle)

@@ -28,6 +28,7 @@ from rich.table import Table
 from harness import profiles
 from harness.bench.runner import DEFAULT_SHAPE_TIMEOUT_S
 from harness.device import configure_backend, describe, select_device
+from harness.validate import small_tiles
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
@@ -292,6 +293,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if device.type != "cuda":
         console.print("harness bench: no CUDA device here; performance can only be measured on a GPU (skipped)")
         return 0
+    if small_tiles():
+        console.print("[red]harness bench: HARNESS_SMALL_TILES is set, so the kernels run their small test tiles; "
+                      "unset it to time what users run[/red]")
+        return 2
     specs = _load(_csv(args.kernels))
     perf = benchmark_specs(specs, device, args.quick, Path(args.baselines), args.update_baseline,
                            _progress_printer(), force=args.force, budget_s=args.budget, jobs=args.jobs,
@@ -328,6 +333,10 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         return 2
     configure_backend()
     device = select_device()
+    if device.type == "cuda" and not args.no_bench and small_tiles():
+        console.print("[red]error:[/red] HARNESS_SMALL_TILES is set, so the kernels run their small test tiles: "
+                      "unset it, or pass --no-bench to verify only")
+        return 2
     specs = _load(_csv(args.kernels))
     out = Path(args.out)
     profile = args.profile

@@ -71,23 +71,21 @@ class _OpMath(TorchDispatchMode):
 _FP32_TINY = torch.finfo(torch.float32).tiny
 
 
-def _flushed(v):
-    """An fp32 tensor with its subnormals replaced by zeros of their sign; anything else as it is."""
+def flush(v):
+    """An fp32 tensor with its subnormals replaced by zero; anything else as it is."""
     if isinstance(v, torch.Tensor) and v.dtype == torch.float32:
-        return torch.where(v.abs() < _FP32_TINY, v * 0, v)
+        return torch.where(v.abs() < _FP32_TINY, 0.0, v)
     return v
 
 
 class _FlushSubnormals(TorchDispatchMode):
-    """Each op on fp32 tensors sees its subnormal inputs as zero and returns its subnormal results
-    as zero (DAZ and FTZ at every op boundary), as a GPU kernel compiled to flush does."""
+    """Each op's fp32 results come out with their subnormals as zero (FTZ at every op boundary),
+    as a GPU kernel compiled to flush makes them. (The inputs are flushed once, by the caller:
+    every later operand is an op's flushed result.)"""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if _runs_as_is(func):
-            return func(*args, **kwargs)
-        args, kwargs = tree_map(_flushed, (args, kwargs))
-        return tree_map(_flushed, func(*args, **kwargs))
+        out = func(*args, **(kwargs or {}))
+        return out if _runs_as_is(func) else tree_map(flush, out)
 
 
 @contextlib.contextmanager
@@ -97,9 +95,9 @@ def subnormals_flushed() -> Iterator[None]:
     GPU kernels flush fp32 subnormals (Triton's fast exp and division are the ``.ftz`` forms; so is
     much of what nvcc emits), and eager's kernels do not: a GLU whose activation underflows to a
     subnormal gives 0 in the kernel, 2e-37 in eager (an H200 nightly case). The checks run the
-    reference once more in fp32 under this mode, and the envelope of each row admits what
-    flushing does there (harness.numerics): the flush of an intermediate is judged at the scale
-    of the row, by the reference itself, with no term formula from the spec.
+    reference once more in fp32 under this mode (on inputs flushed with :func:`flush`), and each
+    element's envelope admits what flushing does to it (harness.numerics): the flush of an
+    intermediate is judged by the reference itself, with no term formula from the spec.
     """
     with _FlushSubnormals():
         yield

@@ -69,11 +69,12 @@ Two more sources of legitimate difference are measured or declared, never grante
   division are the ``.ftz`` forms); eager does not. A GLU whose activation underflows to a
   subnormal gives 0 in the kernel where eager gives 2e-37 (an H200 nightly case). The checks run
   the reference once more in fp32 with subnormals flushed at every op
-  (``harness.eager.subnormals_flushed``), and its error beyond an ulp joins eager's in the row's
-  ``atol_row``: a flush is judged at the scale of the row, by the reference itself.
+  (``harness.eager.subnormals_flushed``), and each element's envelope is at least that run's
+  error there: a flush is judged by the reference itself, element by element (a flush in a row
+  does not loosen the row's other elements).
 * **Approximate functions.** A spec may declare that its kernel uses the GPU's fast ``exp`` or
-  ``sigmoid`` (``KernelSpec.approximate_math``, with the function's argument for each output
-  element). ``harness.approximate`` turns the argument into the function's documented error bound
+  ``sigmoid`` (``KernelSpec.approximate_math``, with the function's argument for each forward
+  output element). ``harness.approximate`` turns the argument into the function's documented error bound
   (CUDA's math API: ``__expf`` errs by at most ``2 + floor(|1.173 x|)`` ulps), and an element
   within that bound passes whatever the budget; elsewhere the budget holds as before. A kernel
   that declares nothing is held to eager's error, so a fast exp fails in the tails.
@@ -354,8 +355,6 @@ def _judge(
         excess = torch.maximum(excess, eager_excess(sample_eager, sample_oracle, info.eps))
         moved = (sample_oracle.detach().to(device=o.device, dtype=torch.float64) - o).abs()
         sensitivity = torch.maximum(sensitivity, torch.where(moved.isfinite() & finite, moved, 0.0))
-    if flushed is not None:  # what flushing subnormal intermediates does, at the row's scale
-        excess = torch.maximum(excess, torch.where(finite, eager_excess(flushed, o, info.eps), 0.0))
     atol_row = _row_max(excess).clamp_min(info.tiny)
     # Eager's error in units of the oracle's sensitivity to a last-ulp move of the inputs, pooled
     # over the row and capped at 1 (module docstring): nonzero only where eager itself shows
@@ -369,8 +368,12 @@ def _judge(
     if rounded_terms is not None:  # independent roundings of many terms: a random walk's size
         rss = rounded_terms.detach().to(device=o.device, dtype=torch.float64).abs()
         envelope = torch.maximum(envelope, (info.eps / 2) * torch.where(finite & rss.isfinite(), rss, 0.0))
+    if flushed is not None:  # what flushing subnormal intermediates does to this element
+        flush = (flushed.detach().to(device=o.device, dtype=torch.float64) - o).abs()
+        envelope = torch.maximum(envelope, torch.where(finite & flush.isfinite(), flush, 0.0))
     if allowance is not None:  # within a declared approximate function's documented error
-        allowed = torch.where(finite, allowance.detach().to(device=o.device, dtype=torch.float64).abs(), 0.0)
+        allowed = allowance.detach().to(device=o.device, dtype=torch.float64).abs()
+        allowed = torch.where(finite & allowed.isfinite(), allowed, 0.0)
         envelope = torch.maximum(envelope, allowed / multiple)
     ratio = kernel_err / envelope
     worst = int(ratio.flatten().argmax())

@@ -26,6 +26,25 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+_OFF, _ON = ("", "0", "false", "no", "off"), ("1", "true", "yes", "on")
+
+
+def small_tiles() -> bool:
+    """Whether the kernels pick their small tiles: always under the interpreter, and on a GPU where
+    ``HARNESS_SMALL_TILES`` is 1 (or true, yes, on), read now; the kernel modules read it once,
+    at import. Any other value than those and 0 (false, no, off, empty) raises ValueError.
+
+    Each kernel's tiling code chooses between two sets of limits with this one switch: the GPU's
+    measured ones, and small ones under which CPU-sized cases already take every path (rows of
+    several column blocks, streamed two-pass rows, split and grouped reductions, partial tiles).
+    On a GPU the small tiles are slow but legal: a test can run the very paths the CPU suite runs.
+    """
+    value = os.environ.get("HARNESS_SMALL_TILES", "0").strip().lower()
+    if value not in _OFF + _ON:
+        raise ValueError(f"HARNESS_SMALL_TILES must be 1 (small tiles) or 0, got {value!r}")
+    return interpreting() or value in _ON
+
+
 @functools.cache
 def kernel_device_type() -> str:
     """The device type kernel inputs must live on: 'cpu' under Triton's interpreter, else 'cuda'.

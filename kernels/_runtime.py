@@ -12,20 +12,8 @@ import os
 
 import torch
 
-from harness.validate import interpreting, kernel_device_type  # noqa: F401 - re-exported for the kernels
+from harness.validate import interpreting, kernel_device_type, small_tiles  # noqa: F401 - re-exported for the kernels
 from kernels._launch import launch_key
-
-
-def small_tiles() -> bool:
-    """Whether the kernels pick their small tiles: always under the interpreter, and on a GPU where
-    ``HARNESS_SMALL_TILES=1`` asks for them (read now; the kernel modules read it once, at import).
-
-    Each kernel's tiling code chooses between two sets of limits with this one switch: the GPU's
-    measured ones, and small ones under which CPU-sized cases already take every path (rows of
-    several column blocks, streamed two-pass rows, split and grouped reductions, partial tiles).
-    On a GPU the small tiles are slow but legal: a test can run the very paths the CPU suite runs.
-    """
-    return interpreting() or os.environ.get("HARNESS_SMALL_TILES", "0") not in ("", "0")
 
 
 def ensure_backend_selected() -> None:

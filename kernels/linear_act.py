@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from kernels import _activations, _launch, _matmul, _rows
-from kernels._runtime import sm_count, small_tiles
+from kernels._runtime import sm_count
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "linear_act"
@@ -110,7 +110,7 @@ _INTERPRETER_LIMITS = _rows.TileLimits(
 
 
 def _first_match(table, m: int, n: int) -> MatmulConfig:
-    if small_tiles():
+    if _rows._SMALL_TILES:
         return _INTERPRETER_CONFIG
     return next(config for (min_m, min_n), config in table if m >= min_m and n >= min_n)
 
@@ -128,7 +128,7 @@ def linear_act_config(m: int, n: int, tma: bool) -> MatmulConfig:
 
 def block_boundaries() -> tuple[int, ...]:
     """Sizes where the tiling changes on the current backend (tile edges, for test shapes)."""
-    if small_tiles():
+    if _rows._SMALL_TILES:
         c = _INTERPRETER_CONFIG
         return (c.block_m, 2 * c.block_m)
     configs = [c for table in (_GPU_CONFIGS, _TMA_CONFIGS, _POINTER_CONFIGS) for _, c in table]

@@ -79,3 +79,25 @@ def test_an_unknown_approximate_function_is_named():
     spec = _softmax_spec(approx_kernels.fast_softmax, declare=False)
     with pytest.raises(SpecError, match="approximate_math: unknown function 'log'"):
         dataclasses.replace(spec, approximate_math={"log": abs})
+
+
+def test_the_allowance_admits_a_tail_error_within_the_documented_bound_and_no_more():
+    """On the CPU too: a softmax 30 fp32 ulps off at an element whose exponent argument is -70
+    (bound 2 + 82 ulps) passes when the fast exp is declared and fails when it is not; 100 ulps
+    fails either way; masked logits (-inf) get no allowance and make no NaN."""
+    from harness import approximate
+    from harness.numerics import compare
+
+    x = torch.tensor([[0.0, -1.0, -70.0, float("-inf"), -0.5]])
+    oracle = torch.softmax(x.double(), -1)
+    eager = torch.softmax(x, -1)
+    allowance = approximate.allowance("exp", x.double() - x.double().amax(-1, keepdim=True), oracle)
+    assert allowance[0, 3] == 0 and allowance.isfinite().all()
+    def off(ulps):
+        kernel = eager.clone()
+        kernel[0, 2] = kernel[0, 2] * (1 + ulps * torch.finfo(torch.float32).eps)
+        return kernel
+    assert compare("out", off(30), eager, oracle, 2.0, allowance=allowance).passed
+    assert not compare("out", off(30), eager, oracle, 2.0).passed
+    assert not compare("out", off(100), eager, oracle, 2.0, allowance=allowance).passed
+    assert compare("out", eager, eager, oracle, 2.0, allowance=allowance).passed  # the masked logit: no NaN

@@ -95,3 +95,20 @@ def test_a_flushed_subnormal_intermediate_passes_at_the_rows_scale_and_a_wrong_v
     wrong = kernel.clone()
     wrong[0, 2] = wrong[0, 2] * (1 + 8 * torch.finfo(torch.float32).eps)
     assert not compare("out", wrong, eager, oracle, 2.0, flushed=flushed).passed
+
+
+def test_a_flush_in_a_row_does_not_loosen_its_other_elements():
+    """The flushed element of a row with a huge factor is 1.7e-3 off; a 0.08% error at an ordinary
+    element of the same row must still fail (the flush is admitted element by element)."""
+    from harness.eager import subnormals_flushed
+
+    a = torch.tensor([[-95.0, 0.5, 1.0, -0.3]])
+    b = torch.tensor([[3e38, 2.0, -1.0, 3.0]])
+    oracle = _gated(a.double(), b.double())
+    eager = _gated(a, b)
+    with subnormals_flushed():
+        flushed = _gated(a, b)
+    kernel = flushed.clone()
+    assert compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed
+    kernel[0, 1] = kernel[0, 1] * 1.0008
+    assert not compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed

@@ -84,6 +84,16 @@ def test_small_tiles_are_one_switch_the_interpreter_turns_on_and_a_gpu_run_can_a
     assert ask(TRITON_INTERPRET="0", HARNESS_SMALL_TILES="1") == "True"
     assert ask(TRITON_INTERPRET="0", HARNESS_SMALL_TILES="0") == "False"
     assert ask(TRITON_INTERPRET="0") == "False"
+    assert ask(TRITON_INTERPRET="0", HARNESS_SMALL_TILES="off") == "False"
+    assert ask(TRITON_INTERPRET="0", HARNESS_SMALL_TILES="true") == "True"
+
+
+def test_a_small_tiles_value_that_is_neither_on_nor_off_is_refused_by_name(monkeypatch):
+    from harness.validate import small_tiles
+
+    monkeypatch.setenv("HARNESS_SMALL_TILES", "maybe")
+    with pytest.raises(ValueError, match="HARNESS_SMALL_TILES must be 1 .* got 'maybe'"):
+        small_tiles()
 
 
 def test_the_norms_tiling_cases_reach_several_column_blocks_and_row_groups_under_the_small_tiles():
