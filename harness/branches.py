@@ -133,8 +133,17 @@ def explained(branches: Iterable[Branch], reasons: Mapping[str, str]) -> tuple[l
     return known, unknown
 
 
-def render(totals: list[FileCoverage], known: list[tuple[Branch, str]], unknown: list[Branch]) -> str:
-    """The report as text: per module, then the branches explained, then those that are not."""
+def stale(branches: Iterable[Branch], reasons: Mapping[str, str]) -> list[str]:
+    """The reasons that explain no branch of this run: the branch is now taken both ways (or is
+    gone), and the reason should go."""
+    keys = {branch.key for branch in branches}
+    return sorted(key for key in reasons if key not in keys)
+
+
+def render(totals: list[FileCoverage], known: list[tuple[Branch, str]], unknown: list[Branch],
+           unused: list[str] = ()) -> str:
+    """The report as text: per module, then the branches explained, then those that are not, then
+    the reasons that explain nothing."""
     rows = [f"{'kernel module':36s} {'stmts':>6s} {'miss':>5s} {'branch':>6s} {'part':>5s} {'cover':>6s}"]
     for t in totals:
         rows.append(f"{t.file:36s} {t.statements:6d} {t.missed:5d} {t.branches:6d} {t.partial:5d} {t.percent:5.0f}%")
@@ -149,4 +158,8 @@ def render(totals: list[FileCoverage], known: list[tuple[Branch, str]], unknown:
         rows += [f"  {b.file}:{b.line} \"{b.key}\"{' (never reached)' if b.never_reached else ''}" for b in unknown]
     else:
         rows.append("Every branch of the kernels' Triton code was taken both ways, or a spec says why not.")
+    if unused:
+        rows.append(f"{len(unused)} reason(s) in KernelSpec.unreached_on_cpu explain no branch of this run "
+                    "(taken both ways now, or gone): remove them")
+        rows += [f'  "{key}"' for key in unused]
     return "\n".join(rows)

@@ -348,8 +348,8 @@ def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Gradients within budget vs fp64 autograd through the reference, for contiguous and the case's
     grad_output layout, and, where several outputs are differentiable, from the first output alone
-    (the others unused: their gradients reach the kernel as None); grad_output and the inputs must
-    come out unchanged."""
+    (the others unused: their gradients reach the kernel as None where its autograd Function does
+    not materialise them, else as zeros); grad_output and the inputs must come out unchanged."""
     names = spec.grad_inputs
     comparisons: list[Comparison] = []
     problems: list[str] = []

@@ -83,8 +83,9 @@ def cmd_branches(args: argparse.Namespace) -> int:
         reasons.update(spec.unreached_on_cpu)
     totals, found = branches.measure(data, kernel_dir)
     known, unknown = branches.explained(found, reasons)
-    print(branches.render(totals, known, unknown))
-    return 1 if args.strict and unknown else 0
+    unused = branches.stale(found, reasons)
+    print(branches.render(totals, known, unknown, unused))
+    return 1 if args.strict and (unknown or unused) else 0
 
 
 _CELL = {"passed": "[green]pass[/green]", "failed": "[bold red]FAIL[/bold red]", "skipped": "[dim]skip[/dim]",
@@ -456,7 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("branches", help="which branches of the kernels' Triton code a measured test run reached")
     p.add_argument("--data", default=".coverage", help="coverage.py's data file (default: %(default)s)")
     p.add_argument("--kernel-dir", default="kernels", help="the folder of kernel modules (default: %(default)s)")
-    p.add_argument("--strict", action="store_true", help="exit 1 if a branch is neither reached nor explained by a spec")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a branch is neither reached nor explained by a spec, or a spec's reason explains none")
     p.set_defaults(func=cmd_branches)
 
     p = sub.add_parser("new", help="scaffold a new kernel (kernel module, reference, spec, docs)")

@@ -72,13 +72,15 @@ class Batch:
 
 @dataclass(frozen=True)
 class TilingCase:
-    """Sizes that take one tiling path of a kernel under its small tiles (``kernels._runtime.
-    small_tiles``: always under the interpreter), run first by every check that draws cases, as an
-    explicit example: random draws may miss a path; these never do.
+    """Sizes that take one tiling path of a kernel under its small tiles (``harness.validate.
+    small_tiles``: always under the interpreter), run first, as an explicit example, by every check
+    that judges a case (``harness.runner.TILING_CHECKS``: all but gradcheck and the contract):
+    random draws may miss a path; these never do.
 
     ``path`` says what the sizes reach ("rows of three column blocks, several row groups");
     ``dims`` pins sizes (a ``*batch`` entry as a list); ``scalars`` pins scalars where the path
-    needs them (dropout's masks need p > 0). Tensors are contiguous, of their first value kind;
+    needs them (dropout's masks need p > 0). Tensors are contiguous (where their layouts allow it),
+    of their first value kind;
     seeds and the other scalars and sizes are drawn, the same on every run of a check.
     """
 
