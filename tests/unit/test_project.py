@@ -44,3 +44,13 @@ def test_the_plugin_leaves_a_project_without_kernels_alone(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
     assert "harness:" not in done.stdout and "test_kernel" not in done.stdout
+
+
+def test_recorded_results_hold_no_code():
+    """benchmarks/results keeps READMEs and machine-readable results; probe scripts and frozen old
+    kernels stay in git history (benchmarks/results/README.md)."""
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    assert results.is_dir()
+    assert sorted(str(p.relative_to(results)) for p in results.rglob("*.py")) == []
