@@ -14,6 +14,12 @@ from collections.abc import Callable, Mapping
 import torch
 
 
+def fp32_ulps_per_ulp(dtype: torch.dtype) -> float:
+    """How many fp32 ulps one ulp of ``dtype`` is: the weight of a term rounded to ``dtype`` in a
+    hook whose terms are counted in fp32 ulps (the spec's ``term_precision``)."""
+    return torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+
+
 def gradient_terms(op: Callable[..., torch.Tensor], wrt: Mapping[str, torch.Tensor], grad_output: torch.Tensor,
                    **fixed) -> dict[str, torch.Tensor]:
     """{name: sum of |terms| of the gradient of ``op`` for that input}, for ``op(**wrt, **fixed)``

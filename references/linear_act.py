@@ -11,7 +11,7 @@ import torch
 from torch.nn import functional as F
 
 from references._activations import ACTIVATIONS
-from references._terms import gradient_terms
+from references._terms import fp32_ulps_per_ulp, gradient_terms
 
 
 def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activation: str = "gelu") -> torch.Tensor:
@@ -60,7 +60,7 @@ def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, bias: torch.
     # relu's slope is piecewise constant: autograd then has no path back to z (None: no curvature)
     (curvature,) = torch.autograd.grad(slope.sum(), z, allow_unused=True) if slope.requires_grad else (None,)
     curvature = torch.zeros_like(z) if curvature is None else curvature
-    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    ratio = fp32_ulps_per_ulp(dtype)
     grad_z_terms = grad.abs() * (slope.detach().abs() + (z.detach() * curvature).abs()) * ratio
     return gradient_terms(lambda x, weight, bias: F.linear(x, weight, bias), {"x": x, "weight": weight, "bias": bias},
                           grad_z_terms)

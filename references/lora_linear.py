@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from references._terms import gradient_terms
+from references._terms import fp32_ulps_per_ulp, gradient_terms
 
 
 def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lora_b: torch.Tensor,
@@ -37,7 +37,7 @@ def term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor,
     -7.3e-6; kernel -9.7e-6, eager -7.6e-6, 4.51 times an envelope of fp32 ulps of the terms.
     """
     s = abs(scale)
-    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    ratio = fp32_ulps_per_ulp(dtype)
     low_rank = F.linear(F.linear(x, lora_a), lora_b).abs() * (s * ratio)
     return lora_linear(x.abs(), weight.abs(), lora_a.abs(), lora_b.abs(), s) + low_rank
 
@@ -61,6 +61,6 @@ def gradient_term_magnitudes(x: torch.Tensor, weight: torch.Tensor, lora_a: torc
     s = abs(scale)
     terms = gradient_terms(lora_linear, {"x": x, "lora_a": lora_a, "lora_b": lora_b}, grad,
                            weight=weight.abs(), scale=s)
-    ratio = torch.finfo(dtype).eps / torch.finfo(torch.float32).eps
+    ratio = fp32_ulps_per_ulp(dtype)
     terms["x"] = terms["x"] + ((grad @ lora_b).abs() @ lora_a.abs()) * (s * ratio)
     return terms
