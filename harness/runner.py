@@ -177,10 +177,20 @@ class PropertyRun:
         finally:
             self.seconds = time.perf_counter() - start
             clear_inflight()  # reported the usual way (or not at all): no longer in flight
+            release_cached_memory(self.device)
 
     def _remember(self, failure: CheckFailure) -> None:
         reason = (failure.result.details().strip().splitlines() or ["failed"])[0]
         corpus.add(failure.case, self.implementation, self.check, reason[:300])
+
+
+def release_cached_memory(device: torch.device) -> None:
+    """Hand the blocks torch's caching allocator keeps after a property back to the driver. Test
+    workers share a GPU: a worker that once held a large case's buffers would otherwise keep them
+    from the others for the rest of the run (the nightly profile on one 80 GB H100 with 12
+    workers ran out of memory: benchmarks/results/2026-11-27-h100-16, calls 7 and 9)."""
+    if device.type == "cuda" and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def property_runs(spec: KernelSpec, device: torch.device, implementations=None, dtypes=None, checks=None,
