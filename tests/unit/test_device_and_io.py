@@ -97,3 +97,17 @@ def test_a_crash_is_reported_with_the_causes_behind_it():
         raise ValueError("alone")
     except ValueError as single:
         assert describe_exception(single) == "raised ValueError: alone"
+
+
+def test_a_property_on_a_gpu_hands_its_cached_memory_back_and_on_the_cpu_touches_nothing(monkeypatch):
+    import torch
+
+    from harness.runner import release_cached_memory
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty"))
+    release_cached_memory(torch.device("cpu"))
+    assert calls == []
+    release_cached_memory(torch.device("cuda", 0))
+    assert calls == ["empty"]

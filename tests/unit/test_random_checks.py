@@ -358,16 +358,3 @@ def test_real_kernel_with_a_wrong_keep_probability_fails_the_dropout_check(monke
     results = _real_results(monkeypatch, wrong, rows=16, cols=64)
     assert results == {"forward": True, "backward": True, "dropout": False}
 
-
-def test_a_property_on_a_gpu_hands_its_cached_memory_back_and_on_the_cpu_touches_nothing(monkeypatch):
-    import torch
-
-    from harness.runner import release_cached_memory
-
-    calls = []
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty"))
-    release_cached_memory(torch.device("cpu"))
-    assert calls == []
-    release_cached_memory(torch.device("cuda", 0))
-    assert calls == ["empty"]
