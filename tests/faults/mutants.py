@@ -6,7 +6,7 @@ the op modules that use it, for one test. The production modules carry no fault 
 mutant follows the kernel as it changes: its snippet must occur exactly once in today's source, so
 an edit that removes it fails the test by name instead of silently testing nothing.
 
-These faults sit on the paths that only the small tiles reach at CPU sizes (``kernels._runtime.
+These faults sit on the paths that only the small tiles reach at CPU sizes (``harness.validate.
 small_tiles``): rows of several column blocks, weight-gradient sums split over row groups, and the
 dropout mask of a later column block. The CPU ci profile must catch each one (tests/test_faults.py).
 """
