@@ -557,7 +557,7 @@ def tiles_per_group(row_tiles: int, programs: int) -> int:
 
 
 def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
-    """The GPU limits, or the small ones (``kernels._runtime.small_tiles``)."""
+    """The GPU limits, or the small ones (``harness.validate.small_tiles``)."""
     return interpreter if _SMALL_TILES else gpu
 
 
