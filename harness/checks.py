@@ -593,15 +593,4 @@ def case_dtype_for(check: str, dtype: str) -> str:
     return "float64" if check == "gradcheck" else dtype
 
 
-def run_check(spec: KernelSpec, fn: Fn, check: str, case: Case, device) -> CheckResult:
-    device = torch.device(device)
-    ctx = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-    with ctx:
-        if spec.random is not None:  # random kernels: mask replay and the dropout check
-            from harness.random_checks import run_random_check  # it builds on this module
-
-            return run_random_check(spec, fn, check, case, device)
-        return CHECK_FUNCTIONS[check](spec, fn, case, device)
-
-
-__all__ = ["CheckResult", "run_check", "CHECK_FUNCTIONS", "poisoned_allocations"]
+__all__ = ["CheckResult", "CHECK_FUNCTIONS", "poisoned_allocations"]

@@ -64,7 +64,7 @@ def replay(case_json: str, implementation: str, check: str) -> bool:
     """Rebuild the case, run the check once, print what it found; True when it passes."""
     import json
 
-    from harness.checks import run_check
+    from harness.dispatch import run_check
     from harness.device import current_device, describe
     from harness.registry import load_specs
 

@@ -24,7 +24,8 @@ from hypothesis import example, given, seed, settings
 
 from harness import corpus
 from harness.case import Case
-from harness.checks import CheckResult, case_dtype_for, run_check
+from harness.checks import CheckResult, case_dtype_for
+from harness.dispatch import run_check
 from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
 from harness.repro import clear_inflight, record_inflight, write_repro

@@ -31,7 +31,8 @@ from harness.bench.timing import (
     TIMING_METHOD, WALL_TIMING_METHOD, TimingPlan, iqr, median, time_interleaved, time_wall, wall_batch,
 )
 from harness.case import Case, TensorRecipe
-from harness.checks import as_outputs, prepare, run_check
+from harness.checks import as_outputs, prepare
+from harness.dispatch import run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
 from harness.regression import speedup

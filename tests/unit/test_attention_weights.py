@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from harness.case import Case
-from harness.checks import run_check
+from harness.dispatch import run_check
 from harness.registry import load_specs
 from kernels._runtime import kernel_device_type
 import kernels.flash_attention as attention

@@ -6,7 +6,7 @@ import torch
 
 from harness import Dim, KernelSpec, TensorArg
 from harness.case import Case, TensorRecipe
-from harness.checks import run_check
+from harness.dispatch import run_check
 from harness.device import current_device
 from harness.layouts import Layout
 

@@ -14,7 +14,7 @@ import pytest
 
 import kernels.linear_act as la
 from harness.bench.runner import bench_case
-from harness.checks import run_check
+from harness.dispatch import run_check
 from harness.registry import load_specs
 from harness.spec import BenchShape
 from kernels._runtime import kernel_device_type

@@ -54,3 +54,53 @@ def test_recorded_results_hold_no_code():
     results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
     assert results.is_dir()
     assert sorted(str(p.relative_to(results)) for p in results.rglob("*.py")) == []
+
+
+def _harness_import_graph() -> dict[str, set[str]]:
+    """Module -> the harness modules it imports, at the top or inside a function."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    modules = {}
+    for path in (root / "harness").rglob("*.py"):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[name] |= {alias.name for alias in node.names if alias.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = {base} | {f"{base}.{alias.name}" for alias in node.names}
+                graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def test_the_harness_imports_without_loops():
+    """No two harness modules import each other, directly or around a loop, even from inside a
+    function: each layer imports only what sits below it."""
+    graph = _harness_import_graph()
+    assert graph["harness.dispatch"] >= {"harness.checks", "harness.random_checks"}  # the walk sees imports
+    seen: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        seen[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if seen.get(target) == 1:
+                raise AssertionError("import loop: " + " -> ".join(path[path.index(target):] + [target]))
+            if target not in seen:
+                visit(target)
+        path.pop()
+        seen[module] = 2
+
+    for module in sorted(graph):
+        if module not in seen:
+            visit(module)

@@ -16,7 +16,7 @@ import torch
 from hypothesis import strategies as st
 
 from harness.case import Case, TensorRecipe
-from harness.checks import run_check
+from harness.dispatch import run_check
 from harness.layouts import Layout
 from harness.random_checks import ALPHA, SEEDS, binomial_p_value, failed, mask_statistics, shifts
 from harness.spec import Dim, KernelSpec, RandomSpec, TensorArg

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from harness.case import Case
-from harness.checks import prepare, run_check
+from harness.checks import prepare
+from harness.dispatch import run_check
 from harness.registry import load_specs
 
 def _planted_forward(case_json: dict, index: tuple[int, ...], value: float) -> tuple[float, float, str]:
