@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from harness.runner import CheckFailure, PropertyRun, skip_reason
 
 PASSED, FAILED, SKIPPED, XFAILED, XPASSED = "passed", "failed", "skipped", "xfailed", "xpassed"
+STATUSES = (PASSED, FAILED, SKIPPED, XFAILED, XPASSED)
+FAILING = (FAILED, XPASSED)  # the statuses that make a run red
 # The message of a check a verification time budget stopped (skipped, but not for a reason a user
 # accepts: the reports call such a run incomplete rather than green).
 BUDGET_MESSAGE = "not run: the verification time budget of {budget:g} s ran out before this check finished"

@@ -18,15 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.io import atomic_write_text
-from harness.results import UNFINISHED_PREFIX, numerics_note
+from harness.results import FAILING, STATUSES, UNFINISHED_PREFIX, numerics_note
 from harness.spec import FIGURES, PASSES, REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
 VERSION = 1
 
-# Mirrors harness.results (not imported: it pulls in the runner, which the reports do not need).
-STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed")
-FAILING = ("failed", "xpassed")  # the statuses that make a run red
 VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data", "no-baseline", "baseline-unreadable")
 RECHECKS = ("passed", "failed", "n/a")
 SUMMARY_KEYS = STATUSES + ("regressions", "improvements")
