@@ -207,9 +207,8 @@ def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
     hook with a ``dtype`` parameter also gets the case's dtype (terms of two precisions)."""
     if spec.term_magnitudes is None:
         return ()
-    extra = {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(spec.term_magnitudes, "dtype") else {}
     with torch.no_grad():
-        out = spec.term_magnitudes(**prepared.copies(torch.float64), **extra)
+        out = spec.term_magnitudes(**prepared.copies(torch.float64), **_case_dtype_for(spec.term_magnitudes, prepared))
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -341,8 +340,12 @@ def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
     if hook is None:
         return {}
     outs = [g.detach().to(torch.float64) for g in grad_outputs]
-    extra = {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(hook, "dtype") else {}
-    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **extra))
+    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **_case_dtype_for(hook, prepared)))
+
+
+def _case_dtype_for(hook, prepared: Prepared) -> dict:
+    """``{"dtype": the case's dtype}`` for a term hook that takes one (terms of two precisions)."""
+    return {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(hook, "dtype") else {}
 
 
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:

@@ -28,6 +28,7 @@ from rich.table import Table
 from harness import profiles
 from harness.bench.runner import DEFAULT_SHAPE_TIMEOUT_S
 from harness.device import configure_backend, describe, select_device
+from harness.results import numerics_note
 from harness.validate import small_tiles
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -93,8 +94,6 @@ _CELL = {"passed": "[green]pass[/green]", "failed": "[bold red]FAIL[/bold red]",
 
 
 def _cell(outcome) -> str:
-    from harness.results import numerics_note
-
     text = _CELL[outcome.status]
     if numerics_note(outcome.status, outcome.worst_score):
         text += f" [yellow]{outcome.worst_score:.2f} note[/yellow]"

@@ -472,7 +472,7 @@ def block_boundaries(limits: TileLimits) -> tuple[int, ...]:
 
 # Decided once: TRITON_INTERPRET is fixed before any kernel is decorated (see kernels/__init__.py).
 _INTERPRETING = interpreting()
-_SMALL_TILES = small_tiles()
+_SMALL_TILES = small_tiles()  # the kernels' one reading of the switch (read at import)
 
 
 _ROUND_BF16_BY_HAND = tl.constexpr(_INTERPRETING)

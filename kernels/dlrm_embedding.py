@@ -39,13 +39,11 @@ import triton
 import triton.language as tl
 
 from kernels import _launch, _rows
-from kernels._runtime import small_tiles
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_tensor
 
 OP = "dlrm_embedding"
 ID_DTYPES = (torch.int64, torch.int32)
 
-_SMALL_TILES = small_tiles()
 # Lookups per forward program: enough bytes per program on a GPU; 4 under the interpreter so that
 # CPU-sized grids span several programs and end in a partial one.
 _GPU_ROW_ELEMS = 4096
@@ -53,12 +51,12 @@ _INTERPRETER_BLOCK_N = 4
 
 
 def _block_n(block_d: int) -> int:
-    return _INTERPRETER_BLOCK_N if _SMALL_TILES else max(1, min(128, _GPU_ROW_ELEMS // block_d))
+    return _INTERPRETER_BLOCK_N if _rows._SMALL_TILES else max(1, min(128, _GPU_ROW_ELEMS // block_d))
 
 
 def block_boundaries() -> tuple[int, ...]:
     """Lookup counts (batch x features) where the forward's tiling changes, for test shapes."""
-    return (_INTERPRETER_BLOCK_N,) if _SMALL_TILES else (32,)
+    return (_INTERPRETER_BLOCK_N,) if _rows._SMALL_TILES else (32,)
 
 
 @functools.lru_cache(maxsize=64)

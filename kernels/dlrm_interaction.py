@@ -59,7 +59,6 @@ import triton.language as tl
 
 from kernels import _launch, _rows
 from kernels._matmul import dot, split_dot, split_gram
-from kernels._runtime import small_tiles
 from kernels._validate import (
     FLOAT_DTYPES,
     check_same_device,
@@ -71,7 +70,6 @@ from kernels._validate import (
 OP = "dlrm_interaction"
 DTYPES = FLOAT_DTYPES
 
-_SMALL_TILES = small_tiles()
 # Elements per program on a GPU of each tl.dot operand: BLOCK_B samples of Z (BLOCK_T x BLOCK_D),
 # and of the Gram matrix or G + G^T (BLOCK_T x BLOCK_T); under the interpreter two samples per
 # program, so that CPU-sized batches span several programs and a partial block. A row wider than
@@ -122,11 +120,11 @@ _INTERPRETER_BLOCK_D = 16
 # and 64) stay unrolled. Under the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU
 # runs take it.
 GPU_UNROLLED_FP32_TILES = 4
-UNROLLED_FP32_TILES = 2 if _SMALL_TILES else GPU_UNROLLED_FP32_TILES
+UNROLLED_FP32_TILES = 2 if _rows._SMALL_TILES else GPU_UNROLLED_FP32_TILES
 # fp32's backward unrolls its tiles of PARTIAL_TERMS rows of Z up to 32 rows (the benchmark shapes)
 # and loops over more, for its compile time as above; under the interpreter it loops past 16 rows.
 GPU_UNROLLED_FP32_K_TILES = 2
-UNROLLED_FP32_K_TILES = 1 if _SMALL_TILES else GPU_UNROLLED_FP32_K_TILES
+UNROLLED_FP32_K_TILES = 1 if _rows._SMALL_TILES else GPU_UNROLLED_FP32_K_TILES
 # The piece type of fp32's split products (both kernels): with bf16 pieces the forward took 22-28%
 # less time than with TF32's (8 products 16 deep an instruction against 6 of 8;
 # results/2026-11-24-h100-6, call 2), at a lower error.
@@ -148,7 +146,7 @@ def _gpu_fp32_backward_warps(block_d: int) -> int:
 
 def _tiling(features: int, dim: int, dtype: torch.dtype, kernel: str) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_T, BLOCK_D, num_warps) of ``kernel`` on the current backend."""
-    if _SMALL_TILES:
+    if _rows._SMALL_TILES:
         block_t = max(16, triton.next_power_of_2(features + 1))
         return _INTERPRETER_BLOCK_B, block_t, min(max(16, triton.next_power_of_2(dim)), _INTERPRETER_BLOCK_D), 4
     return gpu_launch(features, dim, dtype, kernel)
@@ -192,7 +190,7 @@ def num_warps(block_t: int, dtype: torch.dtype) -> int:
 
 def block_boundaries() -> tuple[int, ...]:
     """Batch sizes where the tiling changes on the current backend (for test shapes)."""
-    return (_INTERPRETER_BLOCK_B,) if _SMALL_TILES else (_GPU_FP32_BLOCK_B, _GPU_FWD16_BLOCK_B, _GPU_MAX_BLOCK_B)
+    return (_INTERPRETER_BLOCK_B,) if _rows._SMALL_TILES else (_GPU_FP32_BLOCK_B, _GPU_FWD16_BLOCK_B, _GPU_MAX_BLOCK_B)
 
 
 @triton.jit

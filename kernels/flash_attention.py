@@ -74,7 +74,7 @@ import triton.language as tl
 
 from kernels import _launch, _rows
 from kernels._matmul import dot
-from kernels._runtime import small_tiles, sm_count
+from kernels._runtime import sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "flash_attention"
@@ -131,11 +131,10 @@ _GPU_MIN_PROGRAMS_PER_SM = 2
 _INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
 _INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 
-_SMALL_TILES = small_tiles()
 
 
 def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: torch.device) -> FwdConfig:
-    if _SMALL_TILES:
+    if _rows._SMALL_TILES:
         return _INTERPRETER_FWD
     config = _GPU_FWD[head_dim]
     programs = triton.cdiv(seq, config.block_m) * programs_per_block_row
@@ -145,12 +144,12 @@ def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: to
 
 
 def _bwd_config(head_dim: int) -> BwdConfig:
-    return _INTERPRETER_BWD if _SMALL_TILES else _GPU_BWD[head_dim]
+    return _INTERPRETER_BWD if _rows._SMALL_TILES else _GPU_BWD[head_dim]
 
 
 def block_boundaries() -> tuple[int, ...]:
     """Sequence lengths where the tiling changes on the current backend (for test shapes)."""
-    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _SMALL_TILES else (_GPU_FWD[64], _GPU_BWD[64])
+    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _rows._SMALL_TILES else (_GPU_FWD[64], _GPU_BWD[64])
     return tuple(sorted({fwd.block_m, fwd.block_n, bwd.block_m1, bwd.block_n1}))
 
 

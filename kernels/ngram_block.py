@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from kernels import _launch, _rows
-from kernels._runtime import small_tiles, sm_count
+from kernels._runtime import sm_count
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_shape, check_tensor
 
 OP = "ngram_block"
@@ -43,18 +43,17 @@ _GPU = dict(BLOCK_V=2048, BLOCK_L=1024, num_warps=4)
 _GPU_PROGRAMS_PER_SM = 4
 _INTERPRETER = dict(BLOCK_V=32, BLOCK_L=16, num_warps=1)
 _INTERPRETER_SLICE = 64
-_SMALL_TILES = small_tiles()
 
 
 def block_boundaries() -> tuple[int, ...]:
     """Vocabulary and length sizes where the tiling changes (for test shapes)."""
-    config = _INTERPRETER if _SMALL_TILES else _GPU
-    return (config["BLOCK_L"], config["BLOCK_V"]) + ((_INTERPRETER_SLICE,) if _SMALL_TILES else ())
+    config = _INTERPRETER if _rows._SMALL_TILES else _GPU
+    return (config["BLOCK_L"], config["BLOCK_V"]) + ((_INTERPRETER_SLICE,) if _rows._SMALL_TILES else ())
 
 
 def _slice_width(batch: int, vocab: int, device: torch.device) -> int:
     """Logits per program: a multiple of BLOCK_V giving about PROGRAMS_PER_SM programs per SM."""
-    if _SMALL_TILES:
+    if _rows._SMALL_TILES:
         return _INTERPRETER_SLICE
     block = _GPU["BLOCK_V"]
     slices = max(1, min(triton.cdiv(vocab, block), triton.cdiv(_GPU_PROGRAMS_PER_SM * sm_count(device), batch)))
@@ -119,7 +118,7 @@ def ngram_block(tokens: torch.Tensor, logits: torch.Tensor, n: int) -> torch.Ten
     if out.numel() == 0:
         return out
     width = _slice_width(batch, vocab, logits.device)
-    config = _INTERPRETER if _SMALL_TILES else _GPU
+    config = _INTERPRETER if _rows._SMALL_TILES else _GPU
     with _rows.launch_guard(logits):
         _ngram_block_kernel[(batch, triton.cdiv(vocab, width))](
             tokens, logits, out, tokens.shape[1], vocab, n, width, *tokens.stride(), *logits.stride(),

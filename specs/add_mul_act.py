@@ -3,13 +3,13 @@
 
 from hypothesis import strategies as st
 
-from harness import Batch, BenchShape, Dim, Implementation, KernelSpec, PerfModel, TensorArg, TilingCase
+from harness import Batch, BenchShape, Dim, Implementation, KernelSpec, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.add_mul_act as kernel
 import kernels.cuda.add_mul_act as cuda_kernel
 import references.add_mul_act as reference
-from specs import _unreached
+from specs import _elementwise, _unreached
 
 
 def _elements(dims):
@@ -56,12 +56,7 @@ SPEC = KernelSpec(
         "activation": st.sampled_from(kernel.ACTIVATIONS),
     },
     bad_scalars={"activation": ["tanh", "RELU"], "alpha": [float("nan"), float("inf")]},
-    # The small tiles (kernels/_rows.py ELEMENTWISE_INTERPRETER_LIMITS): 64-column blocks, tiles of
-    # 4 rows, bias-gradient partial sums in row groups of 2 tiles.
-    tiling_cases=(
-        TilingCase("rows of three 64-column blocks, the last partial, in five row tiles, three bias-gradient row groups",
-                   dims={"*batch": [2], "rows": 9, "cols": 129}),
-    ),
+    tiling_cases=_elementwise.BIAS_TILING_CASES,
     unreached_on_cpu=_unreached.ACTIVATIONS,
     error_multiple=2.0,
     # grad_bias sums grad_z over rows; when the sum cancels, each term's legitimate one-ulp error

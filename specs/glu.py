@@ -14,12 +14,12 @@ import functools
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.glu as kernel
 import references.glu as reference
-from specs import _peers, _unreached
+from specs import _elementwise, _peers, _unreached
 
 _ACTIVATION = st.sampled_from(kernel.ACTIVATIONS)
 _BAD_ACTIVATIONS = ["swish", "GELU", "relu", None]
@@ -48,12 +48,7 @@ SPEC = KernelSpec(
     },
     scalars={"activation": _ACTIVATION},
     bad_scalars={"activation": _BAD_ACTIVATIONS},
-    # The small tiles (kernels/_rows.py ELEMENTWISE_INTERPRETER_LIMITS): 64-column blocks, tiles of
-    # 4 rows.
-    tiling_cases=(
-        TilingCase("rows of three 64-column blocks, the last partial, in five row tiles",
-                   dims={"*batch": [2], "rows": 9, "cols": 129}),
-    ),
+    tiling_cases=_elementwise.TILING_CASES,
     unreached_on_cpu=_unreached.ACTIVATIONS,
     error_multiple=2.0,
     perf=PerfModel(
