@@ -12,9 +12,9 @@ This is the one module of the harness a kernel imports: it needs only torch, and
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
@@ -45,11 +45,37 @@ def small_tiles() -> bool:
     return interpreting() or value in _ON
 
 
-@functools.cache
+_ROUTED = [0]  # depth of custom_ops_routed() blocks
+
+
+def call_custom_op() -> bool:
+    """Whether a kernel's entry point should call its custom op (``torch.library.custom_op``)
+    rather than its eager path: while ``torch.compile`` traces it, or inside
+    :func:`custom_ops_routed` (the harness's opcheck check records the custom ops a call makes
+    there). An entry point whose eager path is already its custom op need not ask."""
+    return _ROUTED[0] > 0 or torch.compiler.is_compiling()
+
+
+@contextlib.contextmanager
+def custom_ops_routed() -> Iterator[None]:
+    """Within the block, :func:`call_custom_op` is true: entry points call their custom ops in
+    eager mode too."""
+    _ROUTED[0] += 1
+    try:
+        yield
+    finally:
+        _ROUTED[0] -= 1
+
+
+_DEVICE_TYPE: list[str] = []  # set at the first call (a plain list: torch.compile traces it, no cache wrapper)
+
+
 def kernel_device_type() -> str:
     """The device type kernel inputs must live on: 'cpu' under Triton's interpreter, else 'cuda'.
     Fixed at the first call, as the kernels' backend is fixed when they are decorated."""
-    return "cpu" if interpreting() else "cuda"
+    if not _DEVICE_TYPE:
+        _DEVICE_TYPE.append("cpu" if interpreting() else "cuda")
+    return _DEVICE_TYPE[0]
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

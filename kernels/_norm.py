@@ -1006,6 +1006,7 @@ class Backward(NamedTuple):
     dweight: torch.Tensor | None
     dbias: torch.Tensor | None
     dxbias: torch.Tensor | None
+    sums: torch.Tensor  # (parts, N): dweight, dbias, dxbias are its rows, in that order, where asked for
 
 
 def backward(
@@ -1139,4 +1140,5 @@ def _assemble(ds, dx, sums, need_dweight, need_dbias, need_dxbias) -> Backward:
         next(rows) if need_dweight else None,
         next(rows) if need_dbias else None,
         next(rows) if need_dxbias else None,
+        sums,
     )

@@ -99,11 +99,11 @@ def _layout_plan(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int,
     """(rows, n, inner_rows, stride_outer, stride_inner), or None when a copy is needed;
     inner_rows 1 for one group (:class:`RowLayout`)."""
     n = shape[-1]
+    rows = math.prod(shape[:-1])
+    if rows == 0:  # nothing to address, and no copy would help: .contiguous() keeps an empty tensor's strides
+        return (0, n, 1, 0, 0)
     if n > 1 and strides[-1] != 1:
         return None
-    rows = math.prod(shape[:-1])
-    if rows == 0:  # nothing to address: no group may divide by its zero size
-        return (0, n, 1, 0, 0)
     groups = _fold_leading(shape[:-1], strides[:-1])
     if len(groups) > 2:
         return None

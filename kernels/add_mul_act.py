@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _rows
+from kernels import _activations, _launch, _ops, _rows
 from kernels._validate import (
     check_choice,
     check_finite_scalar,
@@ -202,6 +202,51 @@ class _AddMulAct(torch.autograd.Function):
                 grad_bias if need_bias else None, None, None)
 
 
+# ----------------------------------------------------------------------------------------------
+# Custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same. The
+# backward op finishes grad_bias itself: the partials' row count depends on the device
+# (_activations.bias_grad_groups), which a fake implementation cannot know.
+# ----------------------------------------------------------------------------------------------
+
+
+@_ops.op(OP, "(Tensor x, Tensor y, Tensor bias, float alpha, str activation) -> Tensor")
+def add_mul_act_op(x, y, bias, alpha, activation):
+    """:func:`add_mul_act` as a custom op."""
+    return _forward(x, y, bias, alpha, activation)
+
+
+@add_mul_act_op.register_fake
+def _(x, y, bias, alpha, activation):
+    return _ops.empty_like(x)
+
+
+@_ops.op(f"{OP}_backward", "(Tensor x, Tensor y, Tensor bias, Tensor grad, float alpha, str activation) -> Tensor[]")
+def add_mul_act_backward(x, y, bias, grad, alpha, activation):
+    """[grad_x, grad_y, grad_bias]."""
+    grad_x, grad_y, partials = _backward(x, y, bias, alpha, activation, grad)
+    return [grad_x, grad_y, partials.sum(dim=0).to(bias.dtype)]
+
+
+@add_mul_act_backward.register_fake
+def _(x, y, bias, grad, alpha, activation):
+    return [_ops.empty_like(x), _ops.empty_like(x), bias.new_empty(bias.shape)]
+
+
+def _setup(ctx, inputs, output):
+    x, y, bias, alpha, activation = inputs
+    ctx.save_for_backward(x, y, bias)
+    ctx.alpha, ctx.activation = alpha, activation
+
+
+def _backward_op(ctx, grad):
+    x, y, bias = ctx.saved_tensors
+    grads = add_mul_act_backward(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
+    return (*(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])), None, None)
+
+
+add_mul_act_op.register_autograd(_backward_op, setup_context=_setup)
+
+
 def _validate(x, y, bias, alpha, activation) -> float:
     check_tensor(OP, "x", x, min_ndim=1)
     check_tensor(OP, "y", y)
@@ -228,6 +273,8 @@ def add_mul_act(
     ValueError for a wrong shape, device, a non-finite alpha or an unknown activation.
     """
     alpha = _validate(x, y, bias, alpha, activation)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return add_mul_act_op(x, y, bias, alpha, activation)
     if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad or bias.requires_grad):
         return _AddMulAct.apply(x, y, bias, alpha, activation)
     return _forward(x, y, bias, alpha, activation)  # no graph to record: skip autograd's overhead

@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _rows
+from kernels import _activations, _launch, _ops, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "bias_gelu"
@@ -176,6 +176,50 @@ class _BiasGelu(torch.autograd.Function):
                 partials.sum(dim=0).to(bias.dtype) if need_bias else None, None)
 
 
+# The custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same.
+# The backward op finishes grad_bias itself: the partials' row count depends on the device
+# (_activations.bias_grad_groups), which a fake implementation cannot know.
+
+
+@_ops.op(OP, "(Tensor x, Tensor bias, str approximate) -> Tensor")
+def bias_gelu_op(x, bias, approximate):
+    """:func:`bias_gelu` as a custom op."""
+    return _forward(x, bias, approximate)
+
+
+@bias_gelu_op.register_fake
+def _(x, bias, approximate):
+    return _ops.empty_like(x)
+
+
+@_ops.op(f"{OP}_backward", "(Tensor x, Tensor bias, Tensor grad, str approximate) -> Tensor[]")
+def bias_gelu_backward(x, bias, grad, approximate):
+    """[grad_x, grad_bias]."""
+    grad_x, partials = _backward(x, bias, approximate, grad)
+    return [grad_x, partials.sum(dim=0).to(bias.dtype)]
+
+
+@bias_gelu_backward.register_fake
+def _(x, bias, grad, approximate):
+    return [_ops.empty_like(x), bias.new_empty(bias.shape)]
+
+
+def _setup(ctx, inputs, output):
+    x, bias, approximate = inputs
+    ctx.save_for_backward(x, bias)
+    ctx.approximate = approximate
+
+
+def _backward_op(ctx, grad):
+    x, bias = ctx.saved_tensors
+    grad_x, grad_bias = bias_gelu_backward(x, bias, grad.to(x.dtype), ctx.approximate)
+    need_x, need_bias = ctx.needs_input_grad[:2]
+    return grad_x if need_x else None, grad_bias if need_bias else None, None
+
+
+bias_gelu_op.register_autograd(_backward_op, setup_context=_setup)
+
+
 def _validate(x, bias, approximate) -> None:
     check_tensor(OP, "x", x, min_ndim=1)
     check_tensor(OP, "bias", bias)
@@ -196,6 +240,8 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") ->
     shape or device or an unknown ``approximate``.
     """
     _validate(x, bias, approximate)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return bias_gelu_op(x, bias, approximate)
     if torch.is_grad_enabled() and (x.requires_grad or bias.requires_grad):
         return _BiasGelu.apply(x, bias, approximate)
     return _forward(x, bias, approximate)  # no graph to record: skip autograd's overhead

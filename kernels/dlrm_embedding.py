@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _rows
+from kernels import _launch, _ops, _rows
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_tensor
 
 OP = "dlrm_embedding"
@@ -66,6 +66,13 @@ def _table_info(cardinalities: tuple[int, ...], device: torch.device) -> torch.T
     for c in cardinalities[:-1]:
         offsets.append(offsets[-1] + c)
     return torch.tensor([list(cardinalities), offsets], dtype=torch.int64, device=device)
+
+
+def _info(cardinalities: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """The table info of validated cardinalities (an empty one for no tables)."""
+    if not cardinalities:
+        return torch.zeros((2, 0), dtype=torch.int64, device=device)
+    return _table_info(cardinalities, device)
 
 
 @_launch.jit
@@ -169,6 +176,61 @@ class _Embedding(torch.autograd.Function):
         return None, _backward(rows, grad, ctx.weight_shape, grad.dtype, ctx.features), None
 
 
+# The custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same. The
+# cardinalities travel as a SymInt[] (a compiled call serves other cardinalities of the same length
+# without recompiling) and become the device table inside the op, from _table_info's cache: the op
+# reads no tensor on the host. A cache miss (the first call with a cardinality list on a device)
+# copies the table from the host, as the eager path does, which a CUDA graph capture cannot hold:
+# capture after a warm-up call, as usual.
+
+
+@_ops.op("dlrm_embedding",
+          "(Tensor ids, Tensor weights, SymInt[] cardinalities, bool save_rows) -> (Tensor, Tensor)")
+def dlrm_embedding_op(ids, weights, cardinalities, save_rows):
+    """:func:`dlrm_embedding` as a custom op: the lookups and, with ``save_rows``, each lookup's
+    row, which the backward reads. Without ``save_rows`` the rows come back empty and the lookups
+    are not differentiable (the eager path's call when no gradient is needed)."""
+    out, rows = _forward(ids, weights, _info(tuple(cardinalities), weights.device), save_rows)
+    return out, (rows if save_rows else torch.empty((0,), dtype=torch.int64, device=weights.device))
+
+
+@dlrm_embedding_op.register_fake
+def _(ids, weights, cardinalities, save_rows):
+    batch, features = ids.shape
+    out = weights.new_empty((batch, features, weights.shape[1]))
+    return out, weights.new_empty((batch * features if save_rows else 0,), dtype=torch.int64)
+
+
+@_ops.op("dlrm_embedding_backward", "(Tensor rows, Tensor grad, SymInt[] weight_shape) -> Tensor")
+def dlrm_embedding_backward(rows, grad, weight_shape):
+    """The weights' gradient, of grad's dtype, from the forward's rows (one per lookup)."""
+    return _backward(rows, grad, tuple(weight_shape), grad.dtype, grad.shape[1])
+
+
+@dlrm_embedding_backward.register_fake
+def _(rows, grad, weight_shape):
+    return grad.new_empty(weight_shape)
+
+
+def _setup(ctx, inputs, output):
+    _, weights, _, save_rows = inputs
+    out, rows = output
+    if not save_rows:
+        ctx.mark_non_differentiable(out)
+    ctx.save_for_backward(rows)
+    ctx.weight_shape = weights.shape
+
+
+def _backward_formula(ctx, grad, _grad_rows):
+    (rows,) = ctx.saved_tensors
+    if not ctx.needs_input_grad[1]:
+        return None, None, None, None
+    return None, dlrm_embedding_backward(rows, grad, list(ctx.weight_shape)), None, None
+
+
+dlrm_embedding_op.register_autograd(_backward_formula, setup_context=_setup)
+
+
 def _check_cardinalities(cardinalities, features: int, rows: int) -> tuple[int, ...]:
     if isinstance(cardinalities, (str, bytes)) or not isinstance(cardinalities, Sequence):
         raise TypeError(f"{OP}: argument 'cardinalities' must be a sequence of ints, got {type(cardinalities).__name__}")
@@ -199,7 +261,10 @@ def dlrm_embedding(ids: torch.Tensor, weights: torch.Tensor, cardinalities: Sequ
     check_tensor(OP, "weights", weights, dtypes=FLOAT_DTYPES, ndim=2)
     check_same_device(OP, ids=ids, weights=weights)
     cards = _check_cardinalities(cardinalities, ids.shape[1], weights.shape[0])
-    info = _table_info(cards, weights.device) if cards else torch.zeros((2, 0), dtype=torch.int64, device=weights.device)
-    if torch.is_grad_enabled() and weights.requires_grad:
+    need_grad = torch.is_grad_enabled() and weights.requires_grad
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return dlrm_embedding_op(ids, weights, list(cards), need_grad)[0]
+    info = _info(cards, weights.device)
+    if need_grad:
         return _Embedding.apply(ids, weights, info)
     return _forward(ids, weights, info, save_rows=False)[0]

@@ -57,7 +57,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _rows
+from kernels import _launch, _ops, _rows
 from kernels._matmul import dot, split_dot, split_gram
 from kernels._validate import (
     FLOAT_DTYPES,
@@ -454,6 +454,46 @@ class _Interaction(torch.autograd.Function):
         return (ddense if ctx.needs_input_grad[0] else None), (dsparse if ctx.needs_input_grad[1] else None)
 
 
+# The custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same.
+
+
+@_ops.op("dlrm_interaction", "(Tensor dense, Tensor sparse) -> Tensor")
+def dlrm_interaction_op(dense, sparse):
+    """:func:`dlrm_interaction` as a custom op."""
+    return _forward(dense, sparse)
+
+
+@dlrm_interaction_op.register_fake
+def _(dense, sparse):
+    t = sparse.shape[1] + 1
+    return dense.new_empty((dense.shape[0], dense.shape[1] + t * (t - 1) // 2))
+
+
+@_ops.op("dlrm_interaction_backward", "(Tensor dense, Tensor sparse, Tensor grad) -> Tensor[]")
+def dlrm_interaction_backward(dense, sparse, grad):
+    """[ddense, dsparse]: the kernel writes both in one pass, whichever are needed."""
+    return list(_backward(dense, sparse, grad))
+
+
+@dlrm_interaction_backward.register_fake
+def _(dense, sparse, grad):
+    return [_ops.empty_like(dense), _ops.empty_like(sparse)]
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _backward_formula(ctx, grad):
+    dense, sparse = ctx.saved_tensors
+    ddense, dsparse = dlrm_interaction_backward(dense, sparse, grad.to(dense.dtype))
+    need_dense, need_sparse = ctx.needs_input_grad
+    return (ddense if need_dense else None), (dsparse if need_sparse else None)
+
+
+dlrm_interaction_op.register_autograd(_backward_formula, setup_context=_setup)
+
+
 def dlrm_interaction(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     """``concat(dense, strict lower triangle of Z Z^T)`` with ``Z = stack(dense, sparse)``.
 
@@ -470,6 +510,8 @@ def dlrm_interaction(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     check_same_dtype(OP, dense=dense, sparse=sparse)
     check_shape(OP, "sparse", sparse, (dense.shape[0], sparse.shape[1], dense.shape[1]),
                 "(batch, features, dim), batch and dim those of dense")
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return dlrm_interaction_op(dense, sparse)
     if torch.is_grad_enabled() and (dense.requires_grad or sparse.requires_grad):
         return _Interaction.apply(dense, sparse)
     return _forward(dense, sparse)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm
+from kernels import _norm, _norm_ops, _ops
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape
 
 OP = "dropout_add_norm"
@@ -72,6 +72,61 @@ class _DropoutAddNorm(torch.autograd.Function):
                 grads.dbias, None, None, None, None, None)
 
 
+@_ops.op(
+    "dropout_add_norm",
+    "(Tensor x, Tensor residual, Tensor? bias, Tensor? weight, Tensor? norm_bias, float p, SymInt seed, bool rms, "
+    "float eps, bool return_mask) -> (Tensor, Tensor, Tensor, Tensor)",
+)
+def dropout_add_norm_op(x, residual, bias, weight, norm_bias, p, seed, rms, eps, return_mask):
+    """The custom op (kernels/_ops.py): y, s, the keep-mask and the row statistics. s is always
+    written (the backward reads it; the entry point returns it for prenorm=True); the mask is an
+    empty placeholder unless asked for (an op returns a fixed number of tensors). The dropout goes
+    in as the caller's (p, seed), made a ``Dropout`` here: ``Dropout.of`` rounds its scale through a
+    host tensor, which traced code should not run. seed is a SymInt so that a compiled call serves
+    every seed without recompiling (an int argument is specialised; a float one, p, is anyway)."""
+    result = _norm.forward(x, weight, norm_bias, eps=eps, rms=rms, residual=residual, xbias=bias,
+                           dropout=_norm.Dropout.of(p, seed), store_sum=True, store_mask=return_mask)
+    mask = result.mask if return_mask else _no_mask(x)
+    return result.y, result.s, mask, result.stats
+
+
+def _no_mask(x: torch.Tensor) -> torch.Tensor:
+    return x.new_empty((0,), dtype=torch.bool)
+
+
+@dropout_add_norm_op.register_fake
+def _(x, residual, bias, weight, norm_bias, p, seed, rms, eps, return_mask):
+    y, s, *mask, stats = _norm_ops.fake_forward(x, store_sum=True, store_mask=return_mask)
+    return y, s, (mask[0] if return_mask else _no_mask(x)), stats
+
+
+def _setup(ctx, inputs, output):
+    _, _, bias, weight, norm_bias, p, seed, rms, _, _ = inputs
+    _, s, mask, stats = output
+    ctx.save_for_backward(s, weight, stats)
+    ctx.p, ctx.seed, ctx.rms = p, seed, rms
+    ctx.has_bias, ctx.has_norm_bias = bias is not None, norm_bias is not None
+    ctx.mark_non_differentiable(mask)
+    ctx.set_materialize_grads(False)  # an unused output's gradient stays None, as in the eager backward
+
+
+def _backward(ctx, dy, dsum, _dmask, _dstats):
+    s, weight, stats = ctx.saved_tensors
+    if dy is None:  # only the prenorm sum was used
+        dy = torch.zeros_like(s)
+    dy, dsum = (g.to(s.dtype) if g is not None else None for g in (dy, dsum))
+    need_x, need_res, need_bias, need_w, need_nb = ctx.needs_input_grad[:5]
+    grads = _norm_ops.backward(
+        s, dy, weight, stats, rms=ctx.rms, dsum=dsum, p=ctx.p, seed=ctx.seed,
+        need_dweight=need_w, need_dbias=need_nb and ctx.has_norm_bias, need_dxbias=need_bias and ctx.has_bias,
+    )
+    return (grads.dx if need_x else None, grads.ds if need_res else None, grads.dxbias, grads.dweight,
+            grads.dbias, None, None, None, None, None)
+
+
+dropout_add_norm_op.register_autograd(_backward, setup_context=_setup)
+
+
 def check_arguments(x, residual, bias=None, weight=None, norm_bias=None, *, p, seed, norm="layer", eps=1e-5):
     """Validate a call (errors name the argument); returns (p, seed, eps) normalised."""
     _norm.check_input(OP, "x", x)
@@ -108,9 +163,13 @@ def dropout_add_norm(
     unknown norm, a norm_bias with norm="rms", or a negative or non-finite eps.
     """
     p, seed, eps = check_arguments(x, residual, bias, weight, norm_bias, p=p, seed=seed, norm=norm, eps=eps)
-    dropout = _norm.Dropout.of(p, seed)
     rms = norm == "rms"
     tensors = (x, residual, bias, weight, norm_bias)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        y, s, mask, _ = dropout_add_norm_op(*tensors, p, seed, rms, eps, return_mask)
+        outputs = (y,) + ((s,) if prenorm else ()) + ((mask,) if return_mask else ())
+        return outputs[0] if len(outputs) == 1 else outputs
+    dropout = _norm.Dropout.of(p, seed)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
         outputs = _DropoutAddNorm.apply(*tensors, dropout, rms, eps, prenorm, return_mask)
     else:  # no graph: skip autograd's overhead and the statistics, and write s only when it is returned

@@ -72,7 +72,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _rows
+from kernels import _launch, _ops, _rows
 from kernels._matmul import dot
 from kernels._runtime import sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
@@ -522,6 +522,73 @@ class _FlashAttention(torch.autograd.Function):
         return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
 
 
+# The custom op (kernels/_ops.py): out and lse, then what the backward reads (the row maxima m, the
+# denominators l and out_lo) where ``save`` is set, else empty tensors in their place (the forward
+# without them fills none: an op may not return lse or out twice). The backward reads q, k and v as
+# given and makes the forward's copies of those whose head_dim stride is not 1 again (_unit_inner).
+_NOTHING_SAVED = (0,)
+
+
+@_ops.op(
+    "flash_attention",
+    "(Tensor q, Tensor k, Tensor v, bool causal, float scale, bool save) -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
+)
+def flash_attention_op(q, k, v, causal, scale, save):
+    """out, lse, m, l, out_lo (the last three empty unless ``save``)."""
+    if save:
+        return _forward(q, k, v, causal, scale, save_stats=True)
+    out, lse = _forward(q, k, v, causal, scale)
+    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED), out.new_empty(_NOTHING_SAVED)
+
+
+@flash_attention_op.register_fake
+def _(q, k, v, causal, scale, save):
+    out = q.new_empty(q.shape)
+    lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
+    if save:
+        return out, lse, torch.empty_like(lse), torch.empty_like(lse), torch.empty_like(out)
+    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED), out.new_empty(_NOTHING_SAVED)
+
+
+@_ops.op(
+    "flash_attention_backward",
+    "(Tensor q, Tensor k, Tensor v, Tensor out, Tensor out_lo, Tensor m, Tensor l, Tensor dout, Tensor? dlse, "
+    "bool causal, float scale) -> Tensor[]",
+)
+def flash_attention_backward(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale):
+    """``_backward`` as an op: [dq, dk, dv] (one launch computes all three)."""
+    return list(_backward(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale))
+
+
+@flash_attention_backward.register_fake
+def _(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale):
+    return [q.new_empty(q.shape) for _ in range(3)]
+
+
+def _setup(ctx, inputs, output):
+    q, k, v, causal, scale, save = inputs
+    out, _, m, l, out_lo = output
+    ctx.save_for_backward(q, k, v, out, out_lo, m, l)
+    ctx.causal, ctx.scale, ctx.saved = causal, scale, save
+    ctx.set_materialize_grads(False)  # as _FlashAttention: an unused output's gradient stays None
+
+
+def _op_backward(ctx, dout, dlse, _dm, _dl, _dout_lo):
+    if dout is None and dlse is None:
+        return None, None, None, None, None, None
+    if not ctx.saved:  # the entry point passes save=True whenever a gradient may be asked for
+        raise RuntimeError(f"{OP}: flash_attention_op(..., save=False) saved nothing for its backward")
+    q, k, v, out, out_lo, m, l = ctx.saved_tensors
+    dout = torch.zeros_like(out) if dout is None else dout.to(out.dtype)
+    dlse = None if dlse is None else dlse.to(torch.float32)
+    dq, dk, dv = flash_attention_backward(q, k, v, out, out_lo, m, l, dout, dlse, ctx.causal, ctx.scale)
+    need_q, need_k, need_v = ctx.needs_input_grad[:3]
+    return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None, None
+
+
+flash_attention_op.register_autograd(_op_backward, setup_context=_setup)
+
+
 def _validate(q, k, v, causal, scale) -> float:
     check_tensor(OP, "q", q, dtypes=DTYPES, ndim=4)
     check_tensor(OP, "k", k, dtypes=DTYPES, ndim=4)
@@ -539,7 +606,7 @@ def _validate(q, k, v, causal, scale) -> float:
         return head_dim ** -0.5
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"{OP}: argument 'scale' must be a float or None, got {type(scale).__name__}")
-    if not (math.isfinite(scale) and scale > 0):
+    if not 0 < scale < math.inf:  # NaN fails too; comparisons (not math.isfinite) trace under torch.compile
         raise ValueError(f"{OP}: argument 'scale' must be a positive finite float, got {scale}")
     return float(scale)
 
@@ -562,6 +629,10 @@ def flash_attention(
     non-numeric scale; ValueError for a wrong rank, shape, head_dim, device or scale.
     """
     scale = _validate(q, k, v, causal, scale)
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        out, lse, *_ = flash_attention_op(q, k, v, causal, scale, grad)
+        return out, lse
+    if grad:
         return _FlashAttention.apply(q, k, v, causal, scale)
     return _forward(q, k, v, causal, scale)  # no graph to record: skip autograd's overhead

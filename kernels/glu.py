@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _rows
+from kernels import _activations, _launch, _ops, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")  # SwiGLU, GEGLU (exact), GEGLU (tanh approximation)
@@ -166,6 +166,93 @@ class _GluPacked(torch.autograd.Function):
         return grad_x, None
 
 
+# The custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same.
+
+
+@_ops.op("glu", "(Tensor a, Tensor b, str activation) -> Tensor")
+def glu_op(a, b, activation):
+    """:func:`glu` as a custom op."""
+    return _forward(a, b, activation)
+
+
+@glu_op.register_fake
+def _(a, b, activation):
+    return _ops.empty_like(a)
+
+
+@_ops.op("glu_backward", "(Tensor a, Tensor b, Tensor grad, str activation) -> Tensor[]")
+def glu_backward(a, b, grad, activation):
+    """[grad_a, grad_b]: the kernel writes both in one pass, whichever are needed."""
+    grad_a, grad_b = _ops.empty_like(a), _ops.empty_like(a)
+    if a.numel():
+        n = a.shape[-1]
+        _backward_into(a, b, grad, grad_a.view(-1, n), grad_b.view(-1, n), activation)
+    return [grad_a, grad_b]
+
+
+@glu_backward.register_fake
+def _(a, b, grad, activation):
+    return [_ops.empty_like(a), _ops.empty_like(a)]
+
+
+def _glu_setup(ctx, inputs, output):
+    a, b, activation = inputs
+    ctx.save_for_backward(a, b)
+    ctx.activation = activation
+
+
+def _glu_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    grad_a, grad_b = glu_backward(a, b, grad.to(a.dtype), ctx.activation)
+    need_a, need_b = ctx.needs_input_grad[:2]
+    return grad_a if need_a else None, grad_b if need_b else None, None
+
+
+glu_op.register_autograd(_glu_backward, setup_context=_glu_setup)
+
+
+@_ops.op("glu_packed", "(Tensor x, str activation) -> Tensor")
+def glu_packed_op(x, activation):
+    """:func:`glu_packed` as a custom op."""
+    n = x.shape[-1] // 2
+    return _forward(x[..., :n], x[..., n:], activation)
+
+
+@glu_packed_op.register_fake
+def _(x, activation):
+    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+
+
+@_ops.op("glu_packed_backward", "(Tensor x, Tensor grad, str activation) -> Tensor")
+def glu_packed_backward(x, grad, activation):
+    """grad_x, one ``(..., 2N)`` tensor: grad_a and grad_b written into its two halves."""
+    n = x.shape[-1] // 2
+    grad_x = _ops.empty_like(x)
+    if x.numel():
+        rows = grad_x.view(-1, 2 * n)
+        _backward_into(x[..., :n], x[..., n:], grad, rows[:, :n], rows[:, n:], activation)
+    return grad_x
+
+
+@glu_packed_backward.register_fake
+def _(x, grad, activation):
+    return _ops.empty_like(x)
+
+
+def _glu_packed_setup(ctx, inputs, output):
+    x, activation = inputs
+    ctx.save_for_backward(x)
+    ctx.activation = activation
+
+
+def _glu_packed_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return glu_packed_backward(x, grad.to(x.dtype), ctx.activation), None
+
+
+glu_packed_op.register_autograd(_glu_packed_backward, setup_context=_glu_packed_setup)
+
+
 def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Tensor:
     """``act(a) * b``: SwiGLU with ``activation="silu"``, GEGLU with ``"gelu"`` (exact) or
     ``"gelu_tanh"``.
@@ -183,6 +270,8 @@ def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Ten
     check_same_dtype(op, a=a, b=b)
     check_shape(op, "b", b, a.shape, "the same shape as a")
     check_choice(op, "activation", activation, ACTIVATIONS)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return glu_op(a, b, activation)
     if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         return _Glu.apply(a, b, activation)
     return _forward(a, b, activation)
@@ -206,6 +295,8 @@ def glu_packed(x: torch.Tensor, activation: str = "silu") -> torch.Tensor:
             f"side), got shape {tuple(x.shape)}"
         )
     check_choice(op, "activation", activation, ACTIVATIONS)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return glu_packed_op(x, activation)
     if torch.is_grad_enabled() and x.requires_grad:
         return _GluPacked.apply(x, activation)
     n = x.shape[-1] // 2

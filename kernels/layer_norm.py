@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm
+from kernels import _norm, _norm_ops, _ops
 
 OP = "layer_norm"
 DTYPES = _norm.DTYPES
@@ -44,6 +44,35 @@ class _LayerNorm(torch.autograd.Function):
         return (grads.ds if need_x else None), grads.dweight, grads.dbias, None
 
 
+@_ops.op("layer_norm", "(Tensor x, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor)")
+def layer_norm_op(x, weight, bias, eps):
+    """The custom op (kernels/_ops.py): y and the row statistics its backward reads."""
+    result = _norm.forward(x, weight, bias, eps=eps, rms=False)
+    return result.y, result.stats
+
+
+@layer_norm_op.register_fake
+def _(x, weight, bias, eps):
+    return _norm_ops.fake_forward(x)
+
+
+def _setup(ctx, inputs, output):
+    x, weight, bias, _ = inputs
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.has_bias = bias is not None
+
+
+def _backward(ctx, dy, _dstats):
+    x, weight, stats = ctx.saved_tensors
+    need_x, need_w, need_b = ctx.needs_input_grad[:3]
+    grads = _norm_ops.backward(x, dy.to(x.dtype), weight, stats, rms=False, need_dweight=need_w,
+                               need_dbias=need_b and ctx.has_bias)
+    return (grads.ds if need_x else None), grads.dweight, grads.dbias, None
+
+
+layer_norm_op.register_autograd(_backward, setup_context=_setup)
+
+
 def check_arguments(x, weight=None, bias=None, eps=1e-5) -> float:
     """Validate a call (errors name the argument); returns eps as a float."""
     _norm.check_input(OP, "x", x)
@@ -65,6 +94,8 @@ def layer_norm(
     ValueError for a wrong shape or device, or an eps that is negative or not finite.
     """
     eps = check_arguments(x, weight, bias, eps)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return layer_norm_op(x, weight, bias, eps)[0]
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
         return _LayerNorm.apply(x, weight, bias, eps)
     # no graph: skip autograd's overhead. The statistics are stored all the same: skipping them made

@@ -49,7 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _matmul, _rows
+from kernels import _activations, _launch, _matmul, _ops, _rows
 from kernels._runtime import sm_count
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
@@ -372,13 +372,22 @@ def _act_grad(saved: torch.Tensor, grad: torch.Tensor, activation: str):
     return grad_z, partials
 
 
+def _grads(x, weight, saved, grad, activation: str, need_x: bool, need_w: bool, need_b: bool):
+    """(grad_x, grad_weight, grad_bias), None for those not asked for: the fused act' pass, then
+    cuBLAS (module docstring). grad has x's dtype, as bias has (``_validate``)."""
+    grad_z, partials = _act_grad(saved, grad, activation)
+    grad_x = (grad_z @ weight).reshape(x.shape) if need_x else None
+    grad_w = grad_z.t() @ x.reshape(-1, x.shape[-1]) if need_w else None
+    grad_b = partials.sum(dim=0).to(x.dtype) if need_b else None
+    return grad_x, grad_w, grad_b
+
+
 class _LinearAct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, activation: str):
         out, saved = _forward(x, weight, bias, activation, save=True)
         ctx.save_for_backward(x, weight, saved)
         ctx.activation = activation
-        ctx.bias_dtype = bias.dtype
         return out
 
     @staticmethod
@@ -387,12 +396,61 @@ class _LinearAct(torch.autograd.Function):
         x, weight, saved = ctx.saved_tensors
         if grad.dtype != x.dtype:
             grad = grad.to(x.dtype)
-        grad_z, partials = _act_grad(saved, grad, ctx.activation)
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        grad_x = (grad_z @ weight).reshape(x.shape) if need_x else None
-        grad_w = grad_z.t() @ x.reshape(-1, x.shape[-1]) if need_w else None
-        grad_b = partials.sum(dim=0).to(ctx.bias_dtype) if need_b else None
-        return grad_x, grad_w, grad_b, None
+        return (*_grads(x, weight, saved, grad, ctx.activation, *ctx.needs_input_grad[:3]), None)
+
+
+# The custom op (kernels/_ops.py). It returns out and what the backward reads: z, or, where nothing
+# is saved (``save`` false, or relu, whose backward reads out itself), an empty tensor, since an op
+# may not return out twice.
+_NOTHING_SAVED = (0,)
+
+
+@_ops.op("linear_act", "(Tensor x, Tensor weight, Tensor bias, str activation, bool save) -> (Tensor, Tensor)")
+def linear_act_op(x, weight, bias, activation, save):
+    """out and z (an empty tensor unless ``save`` and activation is not relu)."""
+    out, saved = _forward(x, weight, bias, activation, save=save)
+    return out, (saved if saved is not None and saved is not out else out.new_empty(_NOTHING_SAVED))
+
+
+@linear_act_op.register_fake
+def _(x, weight, bias, activation, save):
+    out = x.new_empty((*x.shape[:-1], weight.shape[0]))
+    return out, (x.new_empty(out.shape) if save and not _saves_output(activation) else x.new_empty(_NOTHING_SAVED))
+
+
+@_ops.op(
+    "linear_act_backward",
+    "(Tensor x, Tensor weight, Tensor saved, Tensor grad, str activation, bool need_x, bool need_weight, "
+    "bool need_bias) -> Tensor[]",
+)
+def linear_act_backward(x, weight, saved, grad, activation, need_x, need_weight, need_bias):
+    """The backward as an op: [grad_x, grad_weight, grad_bias], those asked for."""
+    grads = _grads(x, weight, saved, grad, activation, need_x, need_weight, need_bias)
+    return [g for g in grads if g is not None]
+
+
+@linear_act_backward.register_fake
+def _(x, weight, saved, grad, activation, need_x, need_weight, need_bias):
+    return (([_ops.empty_like(x)] if need_x else []) + ([_ops.empty_like(weight)] if need_weight else [])
+            + ([x.new_empty(weight.shape[:1])] if need_bias else []))
+
+
+def _setup(ctx, inputs, output):
+    x, weight, _, activation, save = inputs
+    ctx.save_for_backward(x, weight, output[0] if _saves_output(activation) else output[1])
+    ctx.activation, ctx.saved = activation, save
+
+
+def _backward(ctx, grad, _dsaved):
+    if not ctx.saved:  # the entry point passes save=True whenever a gradient may be asked for
+        raise RuntimeError(f"{OP}: linear_act_op(..., save=False) saved nothing for its backward")
+    x, weight, saved = ctx.saved_tensors
+    present = ctx.needs_input_grad[:3]
+    grads = linear_act_backward(x, weight, saved, grad.to(x.dtype), ctx.activation, *present)
+    return (*_ops.unpack(grads, present), None, None)
+
+
+linear_act_op.register_autograd(_backward, setup_context=_setup)
 
 
 def _validate(x, weight, bias, activation) -> None:
@@ -421,6 +479,9 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, activa
     or mismatched dtype; ValueError for a wrong shape, rank or device or an unknown activation.
     """
     _validate(x, weight, bias, activation)
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
+    grad = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return linear_act_op(x, weight, bias, activation, grad)[0]
+    if grad:
         return _LinearAct.apply(x, weight, bias, activation)
     return _forward(x, weight, bias, activation, save=False)[0]

@@ -35,7 +35,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _matmul, _rows
+from kernels import _launch, _matmul, _ops, _rows
 from kernels._validate import check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 from kernels.linear_act import DTYPES, block_boundaries, grouped_tile, matmul_config
 
@@ -86,11 +86,11 @@ def _fused(x, w_t, xa, b_t, scale: float) -> torch.Tensor:
     ``(N, r)`` of any strides (transposed views included); xa: ``(M, r)`` of any strides.
     """
     n, k = w_t.shape
-    xl = _rows.row_layout(x)
-    m, r = xl.rows, xa.shape[-1]
+    m, r = _ops.rows(x), xa.shape[-1]
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    if out.numel() == 0:
+    if out.numel() == 0:  # before row_layout: an empty x may have any strides, which no copy changes
         return out
+    xl = _rows.row_layout(x)
     cfg = matmul_config(m, n)
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n),)
     with _rows.launch_guard(x):
@@ -110,10 +110,32 @@ def _scaled_mm(a: torch.Tensor, b: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.addmm(a.new_zeros(()), a, b, beta=0, alpha=scale)
 
 
+def _low_rank_input(x, lora_a) -> torch.Tensor:
+    """``xa = x @ lora_a^T`` as ``(rows of x, r)`` (cuBLAS), what the forward's kernel and the
+    backward's grad_lora_b read."""
+    return torch.matmul(x, lora_a.t()).reshape(-1, lora_a.shape[0])
+
+
+def _grads(x, weight, lora_a, lora_b, xa, grad, scale: float, need_x: bool, need_a: bool, need_b: bool):
+    """(grad_x, grad_lora_a, grad_lora_b), None for those not asked for (module docstring)."""
+    n, k = weight.shape
+    g2 = grad.reshape(-1, n)
+    gb = g2 @ lora_b  # (M, r)
+    grad_x = grad_a = grad_b = None
+    if need_x:
+        # g @ weight + scale * gb @ lora_a: the forward's kernel on transposed views
+        grad_x = _fused(grad, weight.t(), gb, lora_a.t(), scale).reshape(x.shape)
+    if need_a:
+        grad_a = _scaled_mm(gb.t(), x.reshape(-1, k), scale)
+    if need_b:
+        grad_b = _scaled_mm(g2.t(), xa, scale)
+    return grad_x, grad_a, grad_b
+
+
 class _LoraLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, lora_a, lora_b, scale: float):
-        xa = torch.matmul(x, lora_a.t()).reshape(-1, lora_a.shape[0])
+        xa = _low_rank_input(x, lora_a)
         out = _fused(x, weight, xa, lora_b, scale)
         ctx.save_for_backward(x, weight, lora_a, lora_b, xa)
         ctx.scale = scale
@@ -126,19 +148,55 @@ class _LoraLinear(torch.autograd.Function):
         scale = ctx.scale
         if grad.dtype != x.dtype:
             grad = grad.to(x.dtype)
-        n, k = weight.shape
-        g2 = grad.reshape(-1, n)
-        gb = g2 @ lora_b  # (M, r)
         need_x, _, need_a, need_b = ctx.needs_input_grad[:4]
-        grad_x = grad_a = grad_b = None
-        if need_x:
-            # g @ weight + scale * gb @ lora_a: the forward's kernel on transposed views
-            grad_x = _fused(grad, weight.t(), gb, lora_a.t(), scale).reshape(x.shape)
-        if need_a:
-            grad_a = _scaled_mm(gb.t(), x.reshape(-1, k), scale)
-        if need_b:
-            grad_b = _scaled_mm(g2.t(), xa, scale)
+        grad_x, grad_a, grad_b = _grads(x, weight, lora_a, lora_b, xa, grad, scale, need_x, need_a, need_b)
         return grad_x, None, grad_a, grad_b, None
+
+
+@_ops.op("lora_linear", "(Tensor x, Tensor weight, Tensor lora_a, Tensor lora_b, float scale) -> (Tensor, Tensor)")
+def lora_linear_op(x, weight, lora_a, lora_b, scale):
+    """The custom op (kernels/_ops.py): the output and xa, which the backward reads."""
+    xa = _low_rank_input(x, lora_a)
+    return _fused(x, weight, xa, lora_b, scale).reshape(*x.shape[:-1], weight.shape[0]), xa
+
+
+@lora_linear_op.register_fake
+def _(x, weight, lora_a, lora_b, scale):
+    return x.new_empty((*x.shape[:-1], weight.shape[0])), x.new_empty((_ops.rows(x), lora_a.shape[0]))
+
+
+@_ops.op(
+    "lora_linear_backward",
+    "(Tensor x, Tensor weight, Tensor lora_a, Tensor lora_b, Tensor xa, Tensor grad, float scale, bool need_x, "
+    "bool need_lora_a, bool need_lora_b) -> Tensor[]",
+)
+def lora_linear_backward(x, weight, lora_a, lora_b, xa, grad, scale, need_x, need_lora_a, need_lora_b):
+    """The backward as an op: [grad_x, grad_lora_a, grad_lora_b], those asked for."""
+    grads = _grads(x, weight, lora_a, lora_b, xa, grad, scale, need_x, need_lora_a, need_lora_b)
+    return [g for g in grads if g is not None]
+
+
+@lora_linear_backward.register_fake
+def _(x, weight, lora_a, lora_b, xa, grad, scale, need_x, need_lora_a, need_lora_b):
+    return ([_ops.empty_like(x)] if need_x else []) + [_ops.empty_like(t) for t, need in
+                                                       ((lora_a, need_lora_a), (lora_b, need_lora_b)) if need]
+
+
+def _setup(ctx, inputs, output):
+    x, weight, lora_a, lora_b, scale = inputs
+    ctx.save_for_backward(x, weight, lora_a, lora_b, output[1])
+    ctx.scale = scale
+
+
+def _backward(ctx, grad, _dxa):
+    x, weight, lora_a, lora_b, xa = ctx.saved_tensors
+    need_x, _, need_a, need_b = ctx.needs_input_grad[:4]
+    grads = lora_linear_backward(x, weight, lora_a, lora_b, xa, grad.to(x.dtype), ctx.scale, need_x, need_a, need_b)
+    grad_x, grad_a, grad_b = _ops.unpack(grads, (need_x, need_a, need_b))
+    return grad_x, None, grad_a, grad_b, None
+
+
+lora_linear_op.register_autograd(_backward, setup_context=_setup)
 
 
 def _validate(x, weight, lora_a, lora_b, scale) -> float:
@@ -173,7 +231,9 @@ def lora_linear(x: torch.Tensor, weight: torch.Tensor, lora_a: torch.Tensor, lor
     non-finite scale.
     """
     scale = _validate(x, weight, lora_a, lora_b, scale)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return lora_linear_op(x, weight, lora_a, lora_b, scale)[0]
     if torch.is_grad_enabled() and (x.requires_grad or lora_a.requires_grad or lora_b.requires_grad):
         return _LoraLinear.apply(x, weight, lora_a, lora_b, scale)
-    xa = torch.matmul(x, lora_a.t()).reshape(-1, lora_a.shape[0])
+    xa = _low_rank_input(x, lora_a)
     return _fused(x, weight, xa, lora_b, scale).reshape(*x.shape[:-1], weight.shape[0])

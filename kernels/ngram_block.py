@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _rows
+from kernels import _launch, _ops, _rows
 from kernels._runtime import sm_count
 from kernels._validate import FLOAT_DTYPES, check_same_device, check_shape, check_tensor
 
@@ -102,17 +102,8 @@ def _validate(tokens, logits, n) -> None:
         raise ValueError(f"{OP}: argument 'n' must be >= 1, got {n}")
 
 
-def ngram_block(tokens: torch.Tensor, logits: torch.Tensor, n: int) -> torch.Tensor:
-    """``logits`` with -inf at every token that would repeat an n-gram of its row of ``tokens``.
-
-    tokens: (batch, length) int64 or int32 token ids; logits: (batch, vocab) float32, float16 or
-    bfloat16; any strides, one device; n >= 1. Returns a new contiguous tensor of logits' shape
-    and dtype; the other entries are copied bitwise (NaN included). Not differentiable.
-
-    Raises TypeError for a non-tensor, an unsupported dtype or a non-int n; ValueError for a wrong
-    rank, batch size or device, or n < 1.
-    """
-    _validate(tokens, logits, n)
+def _forward(tokens: torch.Tensor, logits: torch.Tensor, n: int) -> torch.Tensor:
+    """The blocked logits of validated inputs: one launch (module docstring)."""
     batch, vocab = logits.shape
     out = torch.empty((batch, vocab), dtype=logits.dtype, device=logits.device)
     if out.numel() == 0:
@@ -125,3 +116,45 @@ def ngram_block(tokens: torch.Tensor, logits: torch.Tensor, n: int) -> torch.Ten
             **config,
         )
     return out
+
+
+# The custom op (kernels/_ops.py). n is a SymInt so that a compiled call serves every n without
+# recompiling.
+@_ops.op("ngram_block", "(Tensor tokens, Tensor logits, SymInt n) -> Tensor")
+def ngram_block_op(tokens, logits, n):
+    """:func:`ngram_block` as a custom op."""
+    return _forward(tokens, logits, n)
+
+
+@ngram_block_op.register_fake
+def _(tokens, logits, n):
+    return _ops.empty_like(logits)
+
+
+def _setup(ctx, inputs, output):
+    # Not differentiable, as the eager path, whose result is a new tensor outside autograd's graph
+    # even for logits that require grad: the result is marked so, and never requires grad.
+    ctx.mark_non_differentiable(output)
+
+
+def _no_backward(ctx, grad):
+    return None, None, None  # never called: the output is non-differentiable
+
+
+ngram_block_op.register_autograd(_no_backward, setup_context=_setup)
+
+
+def ngram_block(tokens: torch.Tensor, logits: torch.Tensor, n: int) -> torch.Tensor:
+    """``logits`` with -inf at every token that would repeat an n-gram of its row of ``tokens``.
+
+    tokens: (batch, length) int64 or int32 token ids; logits: (batch, vocab) float32, float16 or
+    bfloat16; any strides, one device; n >= 1. Returns a new contiguous tensor of logits' shape
+    and dtype; the other entries are copied bitwise (NaN included). Not differentiable.
+
+    Raises TypeError for a non-tensor, an unsupported dtype or a non-int n; ValueError for a wrong
+    rank, batch size or device, or n < 1.
+    """
+    _validate(tokens, logits, n)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return ngram_block_op(tokens, logits, n)
+    return _forward(tokens, logits, n)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm
+from kernels import _norm, _norm_ops, _ops
 from kernels._validate import check_finite_scalar
 
 OP = "rms_norm"
@@ -46,6 +46,35 @@ class _RMSNorm(torch.autograd.Function):
         return (grads.ds if need_x else None), grads.dweight, None, None
 
 
+@_ops.op("rms_norm", "(Tensor x, Tensor? weight, float eps, float weight_offset) -> (Tensor, Tensor)")
+def rms_norm_op(x, weight, eps, weight_offset):
+    """The custom op (kernels/_ops.py): y and the row statistics its backward reads."""
+    result = _norm.forward(x, weight, None, eps=eps, rms=True, w_offset=weight_offset)
+    return result.y, result.stats
+
+
+@rms_norm_op.register_fake
+def _(x, weight, eps, weight_offset):
+    return _norm_ops.fake_forward(x)
+
+
+def _setup(ctx, inputs, output):
+    x, weight, _, weight_offset = inputs
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.weight_offset = weight_offset
+
+
+def _backward(ctx, dy, _dstats):
+    x, weight, stats = ctx.saved_tensors
+    need_x, need_w = ctx.needs_input_grad[:2]
+    grads = _norm_ops.backward(x, dy.to(x.dtype), weight, stats, rms=True, w_offset=ctx.weight_offset,
+                               need_dweight=need_w)
+    return (grads.ds if need_x else None), grads.dweight, None, None
+
+
+rms_norm_op.register_autograd(_backward, setup_context=_setup)
+
+
 def check_arguments(x, weight=None, eps=1e-6, weight_offset=0.0) -> tuple[float, float]:
     """Validate a call (errors name the argument); returns (eps, weight_offset) as floats."""
     _norm.check_input(OP, "x", x)
@@ -72,6 +101,8 @@ def rms_norm(
     weight_offset, or a weight_offset without a weight.
     """
     eps, weight_offset = check_arguments(x, weight, eps, weight_offset)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return rms_norm_op(x, weight, eps, weight_offset)[0]
     if torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)):
         return _RMSNorm.apply(x, weight, eps, weight_offset)
     # no graph: skip autograd's overhead; the statistics are stored all the same, as LayerNorm's

@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _rows
+from kernels import _launch, _ops, _rows
 from kernels._validate import FLOAT_DTYPES, check_tensor
 
 OP = "softmax"
@@ -287,6 +287,40 @@ class _Softmax(torch.autograd.Function):
         return _backward(y, dy)
 
 
+@_ops.op("softmax", "(Tensor x) -> Tensor")
+def softmax_op(x):
+    """The custom op (kernels/_ops.py): y, which is also what its backward reads."""
+    return _forward(x)
+
+
+@softmax_op.register_fake
+def _(x):
+    return _ops.empty_like(x)
+
+
+@_ops.op("softmax_backward", "(Tensor y, Tensor dy) -> Tensor")
+def softmax_backward_op(y, dy):
+    """The backward kernel as an op: dx from the forward's y and the output gradient."""
+    return _backward(y, dy)
+
+
+@softmax_backward_op.register_fake
+def _(y, dy):
+    return _ops.empty_like(y)
+
+
+def _setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _backward_formula(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return softmax_backward_op(y, dy.to(y.dtype))
+
+
+softmax_op.register_autograd(_backward_formula, setup_context=_setup)
+
+
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """``torch.softmax(x, dim=-1)`` for a tensor of one or more dimensions.
 
@@ -297,6 +331,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     tensor on the wrong device.
     """
     check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
+    if _ops.route():  # inside torch.compile (kernels/_ops.py)
+        return softmax_op(x)
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x)
     return _forward(x)  # no graph to record: skip autograd.Function's overhead
