@@ -21,6 +21,8 @@
 #                                                     $OUT/NAME.tgz; the log ends with the summary's
 #                                                     regressions and improvements; add --quick after the
 #                                                     kernels for the quick shapes only
+#   bash benchmarks/gpu_run.sh compiled [--quick]     benchmarks/compiled_block.py: our ops inside torch.compile and CUDA
+#                                                     graphs against compile's fusion of the eager ops, into $OUT/compiled
 #   bash benchmarks/gpu_run.sh gate                   the regression gate's A/B run, then pytest -m perf
 #   bash benchmarks/gpu_run.sh tune [KERNEL...]       the row kernels' tiling sweep (softmax, layer_norm,
 #                                                     rms_norm; STEP_TIMEOUT each)
@@ -104,6 +106,10 @@ case "$mode" in
       echo "pytest $kernel rc=$?" >> "$log"
     done
     [ -d .harness/repros ] && tar czf "$OUT/repros.tgz" .harness/repros
+    ;;
+  compiled)
+    timeout "${STEP_TIMEOUT:-540}" python3 benchmarks/compiled_block.py "$OUT/compiled" "$@" >> "$log" 2>&1
+    echo "compiled_block rc=$?" >> "$log"
     ;;
   bench)
     name=$1

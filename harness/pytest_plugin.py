@@ -168,7 +168,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
         for run in runs:
             marks = [pytest.mark.kernel(spec.name)]
-            reason = skip_reason(spec, run.implementation, device)
+            reason = skip_reason(spec, run.implementation, device, run.check)
             if reason:
                 marks.append(pytest.mark.skip(reason=reason))
             known = spec.known_failure(run.implementation, run.dtype, run.check)

@@ -72,7 +72,7 @@ def _verify_one(run: PropertyRun, seed: int | None, on_start: Callable[[Property
     if on_start:
         on_start(run)
     base = dict(spec=run.spec.name, implementation=run.implementation, dtype=run.dtype, check=run.check)
-    reason = skip_reason(run.spec, run.implementation, run.device)
+    reason = skip_reason(run.spec, run.implementation, run.device, run.check)
     if reason:
         return Outcome(**base, status=SKIPPED, message=reason)
     known = run.spec.known_failure(run.implementation, run.dtype, run.check)

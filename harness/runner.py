@@ -28,6 +28,7 @@ from harness.checks import CheckResult, case_dtype_for
 from harness.dispatch import run_check
 from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
+from harness.graph_checks import GRAPH_CHECKS, GRAPH_EXAMPLES
 from harness.repro import clear_inflight, record_inflight, write_repro
 from harness.spec import KernelSpec
 from harness.strategies import cases, tiling_examples
@@ -108,6 +109,8 @@ class PropertyRun:
         overrides: dict = {}
         if self.check == "contract":
             overrides["max_examples"] = min(settings.default.max_examples, CONTRACT_EXAMPLES)
+        if self.check in GRAPH_CHECKS:
+            overrides["max_examples"] = min(settings.default.max_examples, GRAPH_EXAMPLES)
         if force_seed is not None:
             overrides["derandomize"] = False
         if self.max_examples is not None:
@@ -213,9 +216,11 @@ def property_runs(spec: KernelSpec, device: torch.device, implementations=None, 
     return runs
 
 
-def skip_reason(spec: KernelSpec, implementation: str, device: torch.device) -> str | None:
-    """Why an implementation cannot run here, or None."""
+def skip_reason(spec: KernelSpec, implementation: str, device: torch.device, check: str | None = None) -> str | None:
+    """Why an implementation (or one of its checks) cannot run here, or None."""
     impl = spec.implementations[implementation]
+    if check == "cudagraph" and device.type != "cuda":
+        return "CUDA graphs capture CUDA streams; this run uses the Triton interpreter on the CPU"
     if (impl.requires_cuda or spec.requires_cuda) and device.type != "cuda":
         return f"{spec.name}[{implementation}] needs a CUDA device; this run uses the Triton interpreter on the CPU"
     if impl.min_compute_capability and device.type == "cuda":

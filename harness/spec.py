@@ -294,6 +294,9 @@ class KernelSpec:
     # function's argument for each element (or None for an output without it). An element within
     # the function's documented error at that argument passes whatever the budget.
     approximate_math: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    # Whether the compiled call must serve every size with one compilation (``torch.compile`` with
+    # dynamic shapes; harness.graph_checks): False for a kernel whose sizes must be static.
+    dynamic_shapes: bool = True
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -341,6 +344,7 @@ class KernelSpec:
             out.append("dropout")
         if self.grad_inputs and "float64" in self.dtypes:
             out.append("gradcheck")
+        out += ["opcheck", "compile", "cudagraph"]  # harness.graph_checks
         out.append("contract")
         return tuple(out)
 

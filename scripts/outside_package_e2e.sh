@@ -29,7 +29,7 @@ TOML
 touch "$pkg/mysilu/__init__.py"
 
 cat > "$pkg/mysilu/kernel.py" <<'PY'
-"""SiLU, x * sigmoid(x), in Triton: forward and backward behind torch.autograd.Function."""
+"""SiLU, x * sigmoid(x), in Triton: forward and backward as PyTorch custom ops."""
 import os
 
 import torch
@@ -61,27 +61,49 @@ def _backward(x_ptr, dy_ptr, dx_ptr, n, BUG: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(dx_ptr + offs, (dy * slope).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
-class _SiLU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        _forward[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), BLOCK=BLOCK)
-        ctx.save_for_backward(x)
-        return y
+# The kernel as a PyTorch custom op (forward and backward ops, fake implementations for the
+# compiler, the autograd formula): torch.compile traces it as one op and CUDA graphs capture it;
+# the harness's opcheck, compile and cudagraph checks demand it.
+@torch.library.custom_op("mysilu::silu", mutates_args=())
+def silu_op(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _forward[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), BLOCK=BLOCK)
+    return y
 
-    @staticmethod
-    def backward(ctx, dy):
-        (x,) = ctx.saved_tensors
-        dy = dy.to(x.dtype).contiguous()
-        dx = torch.empty_like(x)
-        _backward[(triton.cdiv(x.numel(), BLOCK),)](x, dy, dx, x.numel(), BUG=_PLANTED_BUG, BLOCK=BLOCK)
-        return dx
+
+@silu_op.register_fake
+def _(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("mysilu::silu_backward", mutates_args=())
+def silu_backward_op(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    x, dy = x.contiguous(), dy.to(x.dtype).contiguous()
+    dx = torch.empty_like(x)
+    _backward[(triton.cdiv(x.numel(), BLOCK),)](x, dy, dx, x.numel(), BUG=_PLANTED_BUG, BLOCK=BLOCK)
+    return dx
+
+
+@silu_backward_op.register_fake
+def _(x, dy):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _save(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def _grad(ctx, dy):
+    return silu_backward_op(ctx.saved_tensors[0], dy)
+
+
+silu_op.register_autograd(_grad, setup_context=_save)
 
 
 def silu(x):
     check_tensor("my_silu", "x", x, dtypes=FLOAT_DTYPES)
-    return _SiLU.apply(x)
+    return silu_op(x)
 PY
 
 cat > "$pkg/mysilu/harness_specs.py" <<'PY'

@@ -11,9 +11,9 @@ import pytest
 
 from harness.device import current_device
 from harness.registry import load_specs
-from harness.runner import CheckFailure, PropertyRun
+from harness.runner import CheckFailure, PropertyRun, skip_reason
 from harness.spec import Dim
-from tests.faults import add_mul_act_faults, mutants, softmax_faults
+from tests.faults import add_mul_act_faults, graph_faults, mutants, softmax_faults
 
 FAULTS = [
     # (spec, fault, check, dtype, text the report must contain)
@@ -24,6 +24,12 @@ FAULTS = [
     ("softmax", softmax_faults.softmax_half_precision_sum, "forward", "bfloat16", "OVER budget"),
     ("add_mul_act", add_mul_act_faults.add_mul_act_grad_y_without_alpha, "backward", "float32", "grad y"),
     ("add_mul_act", add_mul_act_faults.add_mul_act_grad_bias_first_group, "backward", "float32", "grad bias"),
+    ("softmax", graph_faults.softmax_reads_a_scalar, "compile", "float32", "reads tensor values on the host"),
+    ("softmax", graph_faults.softmax_reads_a_scalar, "cudagraph", "float32", "capture failed"),
+    ("softmax", graph_faults.softmax_data_dependent_size, "compile", "float32", "reads tensor values on the host"),
+    ("softmax", graph_faults.softmax_data_dependent_size, "cudagraph", "float32", "capture failed"),
+    ("softmax", graph_faults.softmax_without_fake, "opcheck", "float32", "no fake"),
+    ("softmax", graph_faults.softmax_without_fake, "compile", "float32", "no fake"),
 ]
 
 
@@ -46,11 +52,14 @@ LAYOUTS = {
 
 def _fault_name(param) -> str:
     values = param.values if hasattr(param, "values") else param
-    return values[1].__name__
+    return f"{values[1].__name__}-{values[2]}"
 
 
 @pytest.mark.parametrize("spec_name, fault, check, dtype, expected", FAULTS, ids=[_fault_name(f) for f in FAULTS])
 def test_planted_bug_is_caught_with_a_readable_report(spec_name, fault, check, dtype, expected):
+    reason = skip_reason(load_specs()[spec_name], "triton", current_device(), check)
+    if reason:
+        pytest.skip(reason)
     spec = load_specs()[spec_name]
     dims = {**spec.dims, **REGIMES.get(fault.__name__, {})}
     tensors = spec.tensors

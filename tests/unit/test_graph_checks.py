@@ -1,0 +1,61 @@
+"""The graph checks (harness/graph_checks.py): what they record, and that each fails what it must.
+The planted faults of tests/faults/graph_faults.py run in tests/test_faults.py."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from harness.device import current_device
+from harness.graph_checks import _recorded_calls
+from harness.registry import load_specs
+from harness.runner import CheckFailure, PropertyRun
+from harness.strategies import tiling_examples
+from kernels import softmax as production
+
+_ONES = {n: 1.0 for n in range(4096)}
+
+
+def _pins_its_size(x):
+    """Correct values, but the traced code looks the row length up in a dict: Dynamo must make
+    the size a constant, and the graph serves that size alone."""
+    return production.softmax(x) * _ONES[x.shape[-1]]
+
+
+def _run(spec, fn, check, max_examples):
+    spec = dataclasses.replace(spec, implementations={"subject": fn})
+    return PropertyRun(spec, "subject", "float32", check, current_device(), max_examples=max_examples)
+
+
+def test_a_graph_pinned_to_its_sizes_fails_compile_naming_the_size():
+    with pytest.raises(CheckFailure) as info:
+        _run(load_specs()["softmax"], _pins_its_size, "compile", 12).run()
+    report = str(info.value)
+    assert "compiled for these sizes only" in report and "size()" in report, report
+
+
+def test_the_same_kernel_without_the_lookup_passes_compile():
+    _run(load_specs()["softmax"], production.softmax, "compile", 6).run()
+
+
+def test_declaring_static_shapes_accepts_a_pinned_graph():
+    spec = dataclasses.replace(load_specs()["softmax"], dynamic_shapes=False)
+    _run(spec, _pins_its_size, "compile", 4).run()
+
+
+def test_a_call_that_makes_no_custom_op_fails_opcheck():
+    spec = load_specs()["softmax"]
+    with pytest.raises(CheckFailure) as info:
+        _run(spec, spec.reference, "opcheck", 2).run()
+    assert "the call made no custom op" in str(info.value)
+
+
+def test_opcheck_records_the_forward_and_the_backward_op_each_with_its_own_arguments():
+    spec = load_specs()["layer_norm"]
+    case = tiling_examples(spec, "float32", False, 0)[0]
+    calls = _recorded_calls(spec, spec.implementations["triton"].load(), case, current_device())
+    names = [func.name() for func, _, _ in calls]
+    assert names == ["fkh::layer_norm", "fkh::norm_backward"], names
+    forward_args, backward_args = calls[0][1], calls[1][1]
+    assert forward_args[0].requires_grad  # the forward's autograd formula is checked
+    assert not any(isinstance(a, torch.Tensor) and a.requires_grad for a in backward_args)
