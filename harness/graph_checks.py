@@ -314,7 +314,8 @@ def _new_values(case: Case) -> Case:
 def check_cudagraph(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Capture the forward call in a CUDA graph, copy new values into its static inputs, replay,
     and compare with a direct call on those values, bitwise."""
-    static = prepare(case, device).kwargs()
+    prepared = prepare(case, device)
+    static = prepared.kwargs()
     stream = torch.cuda.Stream(device)
     stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):  # warm up outside the capture: compile, tune, allocate plans
@@ -328,10 +329,10 @@ def check_cudagraph(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
     except Exception as exc:  # noqa: BLE001 - what capture refused is the finding
         torch.cuda.synchronize(device)
         return CheckResult("cudagraph", False, problems=[f"capture failed: {_capture_reason(exc)}"])
-    fresh = prepare(_new_values(case), device).kwargs()
-    for name, value in fresh.items():
-        if isinstance(value, torch.Tensor):
-            static[name].copy_(value)
+    fresh_prepared = prepare(_new_values(case), device)
+    fresh = fresh_prepared.kwargs()
+    for name, placed in prepared.placed.items():  # whole buffers: an expanded view cannot be copied into
+        placed.base.copy_(fresh_prepared.placed[name].base)
     graph.replay()
     torch.cuda.synchronize(device)
     replayed = [o.clone() for o in captured]

@@ -221,6 +221,8 @@ def skip_reason(spec: KernelSpec, implementation: str, device: torch.device, che
     impl = spec.implementations[implementation]
     if check == "cudagraph" and device.type != "cuda":
         return "CUDA graphs capture CUDA streams; this run uses the Triton interpreter on the CPU"
+    if check == "opcheck" and not impl.custom_ops:
+        return f"{spec.name}[{implementation}] is built of PyTorch's own ops (Implementation.custom_ops=False): no custom op to check"
     if (impl.requires_cuda or spec.requires_cuda) and device.type != "cuda":
         return f"{spec.name}[{implementation}] needs a CUDA device; this run uses the Triton interpreter on the CPU"
     if impl.min_compute_capability and device.type == "cuda":

@@ -148,6 +148,10 @@ class Implementation:
     requires_cuda: bool = False
     min_compute_capability: tuple[int, int] | None = None
     description: str = ""
+    # False for an implementation built of PyTorch's own ops alone (an eager composite): it makes
+    # no custom op, so ``opcheck`` has nothing to check and is skipped, saying so. A kernel's
+    # implementation keeps True, and its opcheck fails if its call makes no custom op.
+    custom_ops: bool = True
 
 
 @dataclass(frozen=True)

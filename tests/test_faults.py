@@ -26,7 +26,6 @@ FAULTS = [
     ("add_mul_act", add_mul_act_faults.add_mul_act_grad_bias_first_group, "backward", "float32", "grad bias"),
     ("softmax", graph_faults.softmax_reads_a_scalar, "compile", "float32", "reads tensor values on the host"),
     ("softmax", graph_faults.softmax_reads_a_scalar, "cudagraph", "float32", "capture failed"),
-    ("softmax", graph_faults.softmax_data_dependent_size, "compile", "float32", "reads tensor values on the host"),
     ("softmax", graph_faults.softmax_data_dependent_size, "cudagraph", "float32", "capture failed"),
     ("softmax", graph_faults.softmax_without_fake, "opcheck", "float32", "no fake"),
     ("softmax", graph_faults.softmax_without_fake, "compile", "float32", "no fake"),

@@ -19,7 +19,7 @@ import functools
 
 import torch
 
-from kernels import _rows
+from kernels import _ops, _rows
 from kernels import add_mul_act as _triton
 from kernels.cuda import _build
 
@@ -125,9 +125,52 @@ class _AddMulActCuda(torch.autograd.Function):
                 partials.sum(dim=0).to(bias.dtype) if need_bias else None, None, None)
 
 
-def make(ext, require_cuda: bool = True):
+# The built extension as custom ops (kernels/_ops.py), for torch.compile and CUDA graphs: the
+# bodies call the process's one build (load()); a stand-in extension (tests) keeps the Function.
+
+
+@_ops.op("add_mul_act_cuda", "(Tensor x, Tensor y, Tensor bias, float alpha, str activation) -> Tensor")
+def add_mul_act_cuda_op(x, y, bias, alpha, activation):
+    return _forward(_extension(), x, y, bias, alpha, activation)
+
+
+@add_mul_act_cuda_op.register_fake
+def _(x, y, bias, alpha, activation):
+    return _ops.empty_like(x)
+
+
+@_ops.op("add_mul_act_cuda_backward",
+         "(Tensor x, Tensor y, Tensor bias, Tensor grad, float alpha, str activation) -> Tensor[]")
+def add_mul_act_cuda_backward_op(x, y, bias, grad, alpha, activation):
+    """[grad_x, grad_y, grad_bias]: the partial rows summed here (their count is the device's)."""
+    grad_x, grad_y, partials = _backward(_extension(), x, y, bias, alpha, activation, grad, _sm_count(x))
+    return [grad_x, grad_y, partials.sum(dim=0).to(bias.dtype)]
+
+
+@add_mul_act_cuda_backward_op.register_fake
+def _(x, y, bias, grad, alpha, activation):
+    return [_ops.empty_like(x), _ops.empty_like(x), _ops.empty_like(bias)]
+
+
+def _setup(ctx, inputs, output):
+    x, y, bias, alpha, activation = inputs
+    ctx.save_for_backward(x, y, bias)
+    ctx.alpha, ctx.activation = alpha, activation
+
+
+def _backward_formula(ctx, grad):
+    x, y, bias = ctx.saved_tensors
+    grads = add_mul_act_cuda_backward_op(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
+    return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])) + (None, None)
+
+
+add_mul_act_cuda_op.register_autograd(_backward_formula, setup_context=_setup)
+
+
+def make(ext, require_cuda: bool = True, custom_op: bool = False):
     """The op backed by ``ext`` (the built extension, or a stand-in with its two functions; tests
-    pass ``require_cuda=False`` with a stand-in that runs on the CPU)."""
+    pass ``require_cuda=False`` with a stand-in that runs on the CPU). ``custom_op``: ``ext`` is
+    the process's build, whose custom ops the call takes inside torch.compile."""
 
     def add_mul_act(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, alpha: float = 1.0,
                     activation: str = "relu") -> torch.Tensor:
@@ -136,6 +179,8 @@ def make(ext, require_cuda: bool = True):
         alpha = _triton._validate(x, y, bias, alpha, activation)
         if require_cuda and x.device.type != "cuda":
             raise ValueError(f"add_mul_act (cuda): argument 'x' must be on a CUDA device, got {x.device}")
+        if custom_op and _ops.route():
+            return add_mul_act_cuda_op(x, y, bias, alpha, activation)
         if torch.is_grad_enabled() and (x.requires_grad or y.requires_grad or bias.requires_grad):
             return _AddMulActCuda.apply(ext, x, y, bias, alpha, activation)
         return _forward(ext, x, y, bias, alpha, activation)
@@ -147,4 +192,4 @@ def make(ext, require_cuda: bool = True):
 def load():
     """Build (or load the cached build of) the extension and return ``add_mul_act``; raises
     :class:`kernels.cuda._build.CudaUnavailable` on a machine without CUDA."""
-    return make(_extension())
+    return make(_extension(), custom_op=True)

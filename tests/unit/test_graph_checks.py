@@ -59,3 +59,13 @@ def test_opcheck_records_the_forward_and_the_backward_op_each_with_its_own_argum
     forward_args, backward_args = calls[0][1], calls[1][1]
     assert forward_args[0].requires_grad  # the forward's autograd formula is checked
     assert not any(isinstance(a, torch.Tensor) and a.requires_grad for a in backward_args)
+
+
+def test_an_implementation_of_pytorch_ops_alone_skips_opcheck_saying_so():
+    from harness import Implementation
+    from harness.runner import skip_reason
+
+    spec = load_specs()["softmax"]
+    eager = dataclasses.replace(spec, implementations={"eager": Implementation(load=lambda: spec.reference, custom_ops=False)})
+    assert "no custom op to check" in skip_reason(eager, "eager", current_device(), "opcheck")
+    assert skip_reason(eager, "eager", current_device(), "compile") is None
