@@ -66,6 +66,6 @@ def test_an_implementation_of_pytorch_ops_alone_skips_opcheck_saying_so():
     from harness.runner import skip_reason
 
     spec = load_specs()["softmax"]
-    eager = dataclasses.replace(spec, implementations={"eager": Implementation(load=lambda: spec.reference, custom_ops=False)})
-    assert "no custom op to check" in skip_reason(eager, "eager", current_device(), "opcheck")
-    assert skip_reason(eager, "eager", current_device(), "compile") is None
+    eager = dataclasses.replace(spec, implementations={"composite": Implementation(load=lambda: spec.reference, custom_ops=False)})
+    assert "no custom op to check" in skip_reason(eager, "composite", current_device(), "opcheck")
+    assert skip_reason(eager, "composite", current_device(), "compile") is None
