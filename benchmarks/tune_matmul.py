@@ -4,7 +4,11 @@ timed interleaved with the production configuration and torch.compile of the ref
 (cuBLAS with the bias, then Inductor's fused activation: issue 5's bar). Candidates load their
 tiles with pointers (the production kernel) or through TMA descriptors.
 
-    python benchmarks/tune_matmul.py OUT.json
+    python benchmarks/tune_matmul.py OUT.json [--mid]
+
+``--mid`` sweeps products of a transformer block at a few thousand tokens instead (MID_SHAPES),
+where the large tiles leave SMs idle: 2048 x 1024 outputs in 128 x 256 tiles are 64 tiles on an
+H100's 132 SMs.
 
 Written when the H100 profile (results/2026-11-24-h100-4/call1) showed the forward kernel 6.7x
 slower when it also stores z: ptxas spills the 128 x 256 tile's epilogue (1376 bytes for exact
@@ -25,6 +29,9 @@ from references.linear_act import linear_act as reference
 SHAPES = ((8192, 4096, 4096, torch.bfloat16, "gelu_tanh"), (8192, 11008, 4096, torch.bfloat16, "silu"),
           (8192, 16384, 4096, torch.bfloat16, "gelu"), (4096, 4096, 4096, torch.float16, "relu"),
           (16384, 3072, 768, torch.float16, "gelu"))
+MID_SHAPES = ((2048, 1024, 1024, torch.bfloat16, "gelu"), (2048, 4096, 1024, torch.bfloat16, "gelu"),
+              (4096, 1024, 4096, torch.bfloat16, "gelu"), (1024, 4096, 4096, torch.float16, "silu"),
+              (4096, 2048, 2048, torch.bfloat16, "gelu"))
 _C = la.MatmulConfig
 # name -> (config, loaded through TMA descriptors?)
 CANDIDATES = {
@@ -36,6 +43,10 @@ CANDIDATES = {
     "tma_128x256x64_w8_s3_split_persistent": (_C(128, 256, 64, 8, 8, 3, split_n=True, persistent=True), True),
     "tma_256x128x64_w8_s2_split_persistent": (_C(256, 128, 64, 8, 8, 2, split_n=True, persistent=True), True),
     "tma_128x128x64_w8_s4_persistent": (_C(128, 128, 64, 8, 8, 4, persistent=True), True),
+    "tma_128x128x64_w8_s4": (_C(128, 128, 64, 8, 8, 4), True),
+    "tma_128x128x64_w4_s4": (_C(128, 128, 64, 8, 4, 4), True),
+    "tma_128x128x64_w8_s3_split": (_C(128, 128, 64, 8, 8, 3, split_n=True), True),
+    "tma_64x128x64_w4_s4": (_C(64, 128, 64, 8, 4, 4), True),
 }
 
 
@@ -81,10 +92,10 @@ def tune_shape(m, n, k, dtype, activation, plan: TimingPlan) -> dict:
     return result
 
 
-def main(out: str) -> int:
+def main(out: str, *flags: str) -> int:
     plan = TimingPlan(warmup=3, repetitions=15, input_sets=2)
     results = {}
-    for m, n, k, dtype, activation in SHAPES:
+    for m, n, k, dtype, activation in MID_SHAPES if "--mid" in flags else SHAPES:
         results[f"{m}x{n}x{k} {str(dtype).removeprefix('torch.')} {activation}"] = tune_shape(m, n, k, dtype, activation, plan)
         with open(out, "w") as handle:
             json.dump(results, handle, indent=1)

@@ -31,7 +31,9 @@ K-contiguous with 16-byte aligned rows (the usual layouts) the tiles are loaded 
 descriptors, which zero-fill past the edges and drop stores past them: for products of at least
 1024 x 1024, 128 x 256 x 64 tiles, 3 pipeline stages, the epilogue run on the tile's two column
 halves in turn (fewer live registers: the whole-tile epilogue of exact gelu spilled), one program
-per SM walking the tiles (its next tile's loads overlap this one's epilogue). Other layouts
+per SM walking the tiles (its next tile's loads overlap this one's epilogue); products too small
+for three waves of those tiles take 128 x 128 tiles (the epilogue split), and 64 x 128 where even
+those fill at most one wave. Other layouts
 (strided x, K or N not a multiple of 8) take the pointer kernel, whose epilogue holds the whole tile:
 128 x 128 x 64 tiles at 4 stages for large products, which spill for no activation. Both:
 grouped launch order (GROUP_M = 8, for L2 reuse of weight tiles), 8 warps, and smaller tiles at
@@ -120,9 +122,25 @@ def matmul_config(m: int, n: int) -> MatmulConfig:
     return _first_match(_GPU_CONFIGS, m, n)
 
 
-def linear_act_config(m: int, n: int, tma: bool) -> MatmulConfig:
+# Through TMA, products too small to give the 128 x 256 tiles three waves over the SMs take smaller
+# tiles: on the H200 of benchmarks/results/2026-11-27-h100-17 (tune_matmul.py --mid) 128 x 128
+# tiles, the epilogue split, 3 stages, ran 2048 x 4096 x 1024 in 38.9 us where 128 x 256 took 51.5,
+# 4096 x 1024 x 4096 in 53.4 (64.0), 4096 x 2048 x 2048 in 60.0 (70.6), and 1024 x 4096 x 4096 5%
+# slower (55.1, 52.3; tied when z is saved). Where even 128 x 128 tiles fill at most one wave,
+# 64 x 128 at 4 warps: 2048 x 1024 x 1024 in 14.7 us (31.7; cuBLAS plus Inductor's gelu 19.2).
+_MID_TMA = MatmulConfig(128, 128, 64, 8, 8, 3, split_n=True)
+_SMALL_TMA = MatmulConfig(64, 128, 64, 8, 4, 4)
+_MID_WAVES = 3
+
+
+def linear_act_config(m: int, n: int, tma: bool, sms: int | None = None) -> MatmulConfig:
     """linear_act's forward tiles for an (m x K) @ (K x n) product, loaded through TMA descriptors
-    or with pointers."""
+    or with pointers, on a GPU of ``sms`` SMs (None: the tables alone)."""
+    if tma and sms and not _rows._SMALL_TILES and m >= 128 and n >= 128:
+        if triton.cdiv(m, 128) * triton.cdiv(n, 128) <= sms:
+            return _SMALL_TMA
+        if triton.cdiv(m, 128) * triton.cdiv(n, 256) < _MID_WAVES * sms:
+            return _MID_TMA
     return _first_match(_TMA_CONFIGS if tma else _POINTER_CONFIGS, m, n)
 
 
@@ -311,7 +329,7 @@ def _forward(x, weight, bias, activation: str, save: bool, config: MatmulConfig 
         raise ValueError(f"{OP}: TMA needs K-contiguous, 16-byte aligned rows of x, weight and the output")
     use_tma = can_tma if tma is None else tma
     m = out.numel() // n
-    cfg = config or linear_act_config(m, n, use_tma)
+    cfg = config or linear_act_config(m, n, use_tma, sm_count(x.device) if x.is_cuda else None)
     with _rows.launch_guard(x):
         if use_tma:
             _launch_tma(x2, weight, bias, out.view(-1, n), z.view(-1, n) if z is not None else None, activation, cfg)
