@@ -127,7 +127,10 @@ def _records(samples: dict, figure: str, shape, pass_: str, reference: str) -> l
 
 def run(out_dir: str, quick: bool) -> list[dict]:
     device = torch.device("cuda")
-    plan = TimingPlan()
+    # The spin before each timed call must outlast the host's work for it, or device time counts
+    # the GPU waiting for the host: a compiled forward+backward at 2048 tokens takes 1.3-2.4 ms of
+    # host time (benchmarks/results/2026-11-27-h100-17), against the default spin's ~1 ms.
+    plan = TimingPlan(spin_cycles=10_000_000)
     records = []
     for shape in QUICK_SHAPES if quick else SHAPES:
         for pass_ in ("forward", "forward_backward"):
