@@ -74,6 +74,22 @@ class _Attend(torch.autograd.Function):
         return grad_p, grad_l, grad_v, None
 
 
+def _group(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """k or v of ``kv_heads`` heads spread over q's ``heads`` (grouped-query attention: q head h
+    reads head h // (heads // kv_heads)); ``t`` itself when the counts agree. Autograd sums the
+    gradient over each group, in ``t``'s dtype: pass ``t`` already in the compute dtype."""
+    kv_heads = t.shape[-3]
+    return t if kv_heads == heads else t.repeat_interleave(heads // kv_heads, dim=-3)
+
+
+def _group_sum(t: torch.Tensor, kv_heads: int) -> torch.Tensor:
+    """A per-q-head tensor (..., heads, seq, d) summed over each group of q heads: (..., kv_heads, seq, d)."""
+    heads = t.shape[-3]
+    if kv_heads == heads:
+        return t
+    return t.unflatten(-3, (kv_heads, heads // kv_heads)).sum(dim=-3)
+
+
 def _round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``x`` rounded to ``dtype`` and returned in its own dtype (the identity when dtype is x's)."""
     return x.to(dtype).to(x.dtype)
@@ -82,12 +98,17 @@ def _round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def flash_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(output in q's dtype, log-sum-exp of the scaled scores in fp32, or fp64 for fp64 inputs)."""
+    """(output in q's dtype, log-sum-exp of the scaled scores in fp32, or fp64 for fp64 inputs).
+    k and v may have fewer heads than q (grouped-query or multi-query attention), a divisor of
+    q's: each is repeated over its group of q heads in the compute dtype, so that the gradients of
+    k and v sum the group's contributions there and are rounded once."""
     dtype = q.dtype
     compute = torch.promote_types(dtype, torch.float32)
     if scale is None:
         scale = q.shape[-1] ** -0.5
-    s = (q.to(compute) @ k.to(compute).transpose(-2, -1)) * scale
+    heads = q.shape[-3]
+    k, v = _group(k.to(compute), heads), _group(v.to(compute), heads)
+    s = (q.to(compute) @ k.transpose(-2, -1)) * scale
     s = _RoundGradient.apply(s, dtype)
     if causal:
         n = s.shape[-1]
@@ -96,7 +117,7 @@ def flash_attention(
     m = s.amax(dim=-1, keepdim=True).detach()  # a shift for stability: its gradient cancels exactly
     p = torch.exp(s - m)
     l = p.sum(dim=-1, keepdim=True)
-    out = _Attend.apply(p, l, v.to(compute), dtype)
+    out = _Attend.apply(p, l, v, dtype)
     lse = (m + torch.log(l)).squeeze(-1)
     return out.to(dtype), lse
 
@@ -116,6 +137,7 @@ def term_magnitudes(
     a 64-key-block simulation of the kernel's roundings gives 0.002441 exactly)."""
     if scale is None:
         scale = q.shape[-1] ** -0.5
+    k, v = _group(k, q.shape[-3]), _group(v, q.shape[-3])
     s = (q @ k.transpose(-2, -1)) * scale
     # Each score is itself a dot product that may cancel: its error is an ulp of sum |q_d k_d|.
     s_terms = (q.abs() @ k.abs().transpose(-2, -1)) * abs(scale)
@@ -143,9 +165,13 @@ def gradient_rounded_terms(
     * P before ``dV = P^T dO``: terms ``P_ij dO_id``.
 
     Eager in the input dtype makes the same roundings (and D from the rounded output besides), so
-    these are the sizes of its errors too, wherever its own roundings did not cancel."""
+    these are the sizes of its errors too, wherever its own roundings did not cancel. With
+    grouped k and v, dK and dV sum the terms of every q head of the group (root-sum-square over
+    the group)."""
     if scale is None:
         scale = q.shape[-1] ** -0.5
+    kv_heads = k.shape[-3]
+    k, v = _group(k, q.shape[-3]), _group(v, q.shape[-3])
     grad_out = grad_outputs[0]
     grad_lse = grad_outputs[1] if len(grad_outputs) > 1 else None
     s = (q @ k.transpose(-2, -1)) * scale
@@ -162,4 +188,4 @@ def gradient_rounded_terms(
     rss_q = (scale**2 * ((ds**2) @ (k**2) + (rss_d * (p @ k)) ** 2)).sqrt()
     rss_k = (scale**2 * ((ds**2).transpose(-2, -1) @ (q**2) + (p**2).transpose(-2, -1) @ ((rss_d * q) ** 2))).sqrt()
     rss_v = ((p**2).transpose(-2, -1) @ (grad_out**2)).sqrt()
-    return {"q": rss_q, "k": rss_k, "v": rss_v}
+    return {"q": rss_q, "k": _group_sum(rss_k**2, kv_heads).sqrt(), "v": _group_sum(rss_v**2, kv_heads).sqrt()}

@@ -22,8 +22,17 @@ an ulp (always under the interpreter; on a GPU when the two tile shapes sum in d
 and an ulp of a score of 3e5 is 0.03, which moves the row's dominant probability by 2%, far beyond
 half an ulp of fp16. Eager uses the forward's probabilities and has no such error. Measured under
 the interpreter: grad v 1000x over eager's envelope at scores of 1e5; within budget at scores < 1e3.
+
+Grouped-query attention: k and v have ``kv_heads`` heads, q ``kv_heads * group`` (``group`` 1 is
+multi-head attention, ``kv_heads`` 1 multi-query attention). The harness draws each tensor's sizes
+from named dims, with no dim derived from others, so q is generated as (batch, kv_heads, group,
+seq, head_dim) and every callable here takes it that way and flattens its two head dims into
+(batch, kv_heads * group, seq, head_dim) (q head h then reads k/v head h // group, as the kernel
+does). The flatten is a view wherever the layout allows, a copy otherwise; a 4-d q is passed
+through as it is (the bad inputs' and older cases' calls).
 """
 
+import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -35,67 +44,133 @@ import kernels.flash_attention as kernel
 import references.flash_attention as reference
 from specs import _unreached
 
-_QKV = ("batch", "heads", "seq", "head_dim")
+_Q = ("batch", "kv_heads", "group", "seq", "head_dim")  # flattened to (batch, heads, seq, head_dim)
+_KV = ("batch", "kv_heads", "seq", "head_dim")
 
 
-def _tokens(dims):
-    return dims["batch"] * dims["heads"] * dims["seq"]
+def _heads(q, k):
+    """The spec's q, (batch, kv_heads, group, seq, head_dim), as the kernel takes it: (batch,
+    kv_heads * group, seq, head_dim). A k whose head count is not q's kv_heads is rejected here,
+    naming 'k': flattened, q's heads would be a multiple of it in many such calls (kv_heads 1,
+    group 2 and a k of 2 heads is plain attention), which the kernel rightly accepts, while the
+    harness's contract expects the k it made disagree with q's kv_heads to be refused."""
+    if isinstance(q, torch.Tensor) and q.dim() == 5:
+        if isinstance(k, torch.Tensor) and k.dim() == 4 and k.shape[1] != q.shape[1]:
+            raise ValueError(f"flash_attention: argument 'k' has {k.shape[1]} heads; expected q's kv_heads, "
+                             f"{q.shape[1]} (the spec's q is (batch, kv_heads, group, seq, head_dim))")
+        q = q.flatten(1, 2)
+    return q
+
+
+def _triton(q, k, v, causal, scale):
+    return kernel.flash_attention(_heads(q, k), k, v, causal=causal, scale=scale)
+
+
+def _reference(q, k, v, causal, scale):
+    return reference.flash_attention(_heads(q, k), k, v, causal=causal, scale=scale)
+
+
+def _term_magnitudes(q, k, v, causal, scale):
+    return reference.term_magnitudes(_heads(q, k), k, v, causal=causal, scale=scale)
+
+
+def _gradient_rounded_terms(q, k, v, causal, scale, grad_outputs=()):
+    terms = reference.gradient_rounded_terms(_heads(q, k), k, v, causal=causal, scale=scale, grad_outputs=grad_outputs)
+    return {**terms, "q": terms["q"].reshape(q.shape)}  # back to the spec's q (5-d where it is)
+
+
+def _q_tokens(dims):
+    return dims["batch"] * dims["kv_heads"] * dims["group"] * dims["seq"]
+
+
+def _kv_tokens(dims):
+    return dims["batch"] * dims["kv_heads"] * dims["seq"]
 
 
 def _forward_flops(dims, dtype, causal):
-    """Two matmuls of seq x seq x head_dim per head (QK^T and PV), halved when causal: the
+    """Two matmuls of seq x seq x head_dim per q head (QK^T and PV), halved when causal: the
     convention of FlashAttention's and the peers' TFLOP/s figures."""
-    flops = 4.0 * _tokens(dims) * dims["seq"] * dims["head_dim"]
+    flops = 4.0 * _q_tokens(dims) * dims["seq"] * dims["head_dim"]
     return flops / 2 if causal else flops
 
 
 def _forward_bytes(dims, dtype):
-    """Read q, k, v; write the output and the fp32 log-sum-exp."""
-    return _tokens(dims) * (4 * dims["head_dim"] * torch_dtype(dtype).itemsize + 4)
+    """Read q, k, v; write the output and the fp32 log-sum-exp (k and v have kv_heads heads)."""
+    row = dims["head_dim"] * torch_dtype(dtype).itemsize
+    return _q_tokens(dims) * (2 * row + 4) + _kv_tokens(dims) * 2 * row
 
 
 def _backward_bytes(dims, dtype):
     """Read q, k, v, out, grad_out, lse (and grad_lse); write grad_q, grad_k, grad_v."""
-    return _tokens(dims) * (8 * dims["head_dim"] * torch_dtype(dtype).itemsize + 8)
+    row = dims["head_dim"] * torch_dtype(dtype).itemsize
+    return _q_tokens(dims) * (4 * row + 8) + _kv_tokens(dims) * 4 * row
 
 
-def _shape(seq, head_dim, causal, dtype="float16", quick=False):
+def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None):
     """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096), so that
     eager's seq x seq fp32 score tensors stay near 2 GB at seq 8192. The performance model sees dims, not scalars, so the causal
-    flag is carried in the dims too (``causal``: 0 or 1; no tensor uses it) to halve the flops."""
-    heads = min(16, 65536 // seq)
-    dims = {"batch": max(1, 65536 // (heads * seq)), "heads": heads, "seq": seq, "head_dim": head_dim, "causal": int(causal)}
+    flag is carried in the dims too (``causal``: 0 or 1; no tensor uses it) to halve the flops.
+    ``kv_heads`` (default: ``heads``) makes it grouped-query attention."""
+    heads = heads or min(16, 65536 // seq)
+    kv_heads = kv_heads or heads
+    dims = {"batch": max(1, 65536 // (heads * seq)), "kv_heads": kv_heads, "group": heads // kv_heads,
+            "seq": seq, "head_dim": head_dim, "causal": int(causal)}
     return BenchShape(dims, dtype, {"causal": causal, "scale": None}, quick=quick)
 
 
 def _sdpa(q, k, v, causal, scale):
     """The bar for the benchmarks: torch's scaled_dot_product_attention with no backend pinned,
     what a user gets (cuDNN's kernels on Hopper with torch 2.11). The output only: SDPA does not
-    return the log-sum-exp."""
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    return the log-sum-exp. Grouped k and v through its ``enable_gqa``."""
+    q = _heads(q, k)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=k.shape[1] != q.shape[1])
 
 
 def _sdpa_flash(q, k, v, causal, scale):
     """An extra column: SDPA pinned to its FlashAttention backend."""
+    q = _heads(q, k)
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                              enable_gqa=k.shape[1] != q.shape[1])
+
+
+def _grouped_heads(kw):
+    """q of 3 heads (4-d, as the kernel takes it) with k and v of 2: 2 does not divide 3."""
+    q = kw["q"].flatten(1, 2)
+    b, _, seq, d = q.shape
+    return {**kw, "q": q.new_zeros(b, 3, seq, d), "k": q.new_zeros(b, 2, seq, d), "v": q.new_zeros(b, 2, seq, d)}
+
+
+def _more_kv_heads(kw):
+    """k (and v) of one head more than q has: more k/v heads than q heads."""
+    q = kw["q"].flatten(1, 2)
+    b, heads, seq, d = q.shape
+    kv = q.new_zeros(b, heads + 1, seq, d)
+    return {**kw, "q": q, "k": kv, "v": kv}
+
+
+def _v_heads(kw):
+    """v of twice k's heads."""
+    return {**kw, "v": torch.cat([kw["v"], kw["v"]], dim=1)}
 
 
 SPEC = KernelSpec(
     name="flash_attention",
     description="softmax(q k^T * scale) v and its log-sum-exp, causal or not (FlashAttention-2 forward and backward)",
-    reference=reference.flash_attention,
-    implementations={"triton": kernel.flash_attention},
+    reference=_reference,
+    implementations={"triton": _triton},
     tensors=(
         # Scores stay within a few hundred (normal q and k, scale <= 4: rows from uniform to
         # one-hot); see the module docstring for why logits of 1e4 are outside the contract.
-        TensorArg("q", dims=_QKV, grad=True, values=("normal", "small")),
-        TensorArg("k", dims=_QKV, grad=True, values=("normal", "small")),
-        TensorArg("v", dims=_QKV, grad=True, values=("normal", "large", "mixed_scales")),
+        TensorArg("q", dims=_Q, grad=True, values=("normal", "small")),
+        TensorArg("k", dims=_KV, grad=True, values=("normal", "small")),
+        TensorArg("v", dims=_KV, grad=True, values=("normal", "large", "mixed_scales")),
     ),
     dims={
         "batch": Dim(cpu_max=2, gpu_max=3),
-        "heads": Dim(cpu_max=2, gpu_max=5),
+        # q has kv_heads * group heads: group 1 is multi-head attention, kv_heads 1 multi-query.
+        "kv_heads": Dim(cpu_max=2, gpu_max=5),
+        "group": Dim(cpu_max=2, gpu_max=4),
         # CPU: up to past two 16-key blocks and one 32-query block (33); GPU: past several 128 blocks.
         "seq": Dim(cpu_max=33, gpu_max=700, boundaries=kernel.block_boundaries),
         "head_dim": Dim(cpu_max=32, gpu_max=128, choices=kernel.HEAD_DIMS),
@@ -109,7 +184,7 @@ SPEC = KernelSpec(
     unreached_on_cpu=_unreached.MATMUL,
     dtypes=("float16", "bfloat16"),
     error_multiple=2.0,
-    term_magnitudes=reference.term_magnitudes,
+    term_magnitudes=_term_magnitudes,
     # dQ = sum_j dS_ij k_j * scale sums terms that cancel (sum_j dS_ij = 0 exactly: the softmax
     # gradient), after every flash kernel rounds dS to the input dtype (rounding 2 of the
     # reference). The error is then eps * sum_j |dS_ij k_j|, far above an ulp of dQ, and falls on
@@ -122,12 +197,15 @@ SPEC = KernelSpec(
     # own roundings cancel along a whole row, the envelope keeps a unit roundoff of their
     # root-sum-square. The H100 nightly found bf16 dQ at 4.59x an envelope of one eps (head_dim 16,
     # plain normal inputs: eager within an eps on all 16 elements of the row).
-    gradient_rounded_terms=reference.gradient_rounded_terms,
+    gradient_rounded_terms=_gradient_rounded_terms,
     bad_scalars={"scale": [0.0, -0.5, float("nan"), float("inf"), "0.1"], "causal": [1, "yes", None]},
     bad_inputs=(
         BadInput("head_dim 24 (not 16, 32, 64 or 128)", "q",
                  lambda kw: {**kw, **{n: kw[n].new_zeros(kw[n].shape[:-1] + (24,)) for n in ("q", "k", "v")}}),
-        BadInput("a 3-d q (no batch dimension)", "q", lambda kw: {**kw, "q": kw["q"][0]}),
+        BadInput("a 3-d q (no batch dimension)", "q", lambda kw: {**kw, "q": kw["q"].flatten(0, -3)}),
+        BadInput("q of 3 heads, k and v of 2 (not a divisor)", "k", _grouped_heads),
+        BadInput("k and v of more heads than q", "k", _more_kv_heads),
+        BadInput("v of twice k's heads", "v", _v_heads),
     ),
     perf=PerfModel(
         bytes_moved=_forward_bytes,
@@ -147,6 +225,8 @@ SPEC = KernelSpec(
             _shape(4096, 128, True),
             _shape(512, 64, False),
             _shape(8192, 128, True, dtype="bfloat16"),
+            # grouped-query attention, Llama's 32 q heads over 8 k/v heads
+            _shape(4096, 128, True, dtype="bfloat16", heads=32, kv_heads=8),
         ),
     ),
 )
