@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -48,26 +49,32 @@ BUILTIN_NAMESPACES = ("aten", "prim", "prims", "_c10d_functional", "c10d")
 
 
 def _call(spec: KernelSpec, fn: Fn, kwargs: dict[str, Any], case: Case, device):
-    """Outputs (detached) and the gradients of the spec's grad inputs (None where unused), from the
-    case's grad_outputs (built from its seed: the same values on every call)."""
+    """Outputs (detached), which of them require grad, and the gradients of the spec's grad inputs
+    (None where unused), from the case's grad_outputs (built from its seed: the same values on
+    every call)."""
     outs = as_outputs(fn(**kwargs))
     diff = [o for o in outs if o.requires_grad]
     grads: tuple = ()
     if diff:
         grad_outs = [g.tensor for g in _grad_outputs(case, tuple(diff), device, case.grad_layout)]
         grads = torch.autograd.grad(diff, [kwargs[n] for n in spec.grad_inputs], grad_outs, allow_unused=True)
-    return [o.detach() for o in outs], grads
+    return [o.detach() for o in outs], [o.requires_grad for o in outs], grads
 
 
 def _compare(spec: KernelSpec, what: str, direct, other) -> list[str]:
     """Bitwise differences between two (outputs, gradients) pairs, named."""
     problems = []
-    (outs_a, grads_a), (outs_b, grads_b) = direct, other
+    (outs_a, diff_a, grads_a), (outs_b, diff_b, grads_b) = direct, other
     if len(outs_a) != len(outs_b):
         return [f"{what} returned {len(outs_b)} outputs, the direct call {len(outs_a)}"]
-    for name, a, b in zip(_output_names(spec, len(outs_a)), outs_a, outs_b):
+    for name, a, b, da, db in zip(_output_names(spec, len(outs_a)), outs_a, outs_b, diff_a, diff_b):
         if not _same_bits(a, b):
             problems.append(f"{name}: {what} differs from the direct call ({_difference(a, b)})")
+        if da != db:
+            problems.append(f"{name}: {what} {'requires' if db else 'does not require'} grad, the direct call's "
+                            f"{'does' if da else 'does not'}")
+    if len(grads_a) != len(grads_b):
+        problems.append(f"{what} gave {len(grads_b)} gradients, the direct call {len(grads_a)}")
     for name, a, b in zip(spec.grad_inputs, grads_a, grads_b):
         if (a is None) != (b is None):
             problems.append(f"grad {name}: {what} gave {'none' if b is None else 'one'}, the direct call "
@@ -108,12 +115,15 @@ class _RecordCustomOps(TorchDispatchMode):
 
 
 def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]:
-    """The custom-op calls of one forward and backward, each with arguments of its own (clones,
-    the forward's with requires_grad as they were), in order, one per distinct op."""
+    """The custom-op calls of a forward without gradients, then of one forward and backward, each
+    with arguments of its own (clones, the forward's with requires_grad as they were), in order,
+    one per op and branch (its bool and string arguments: a no-gradient forward saves nothing)."""
     prepared = prepare(case, device)
     kwargs = prepared.kwargs(spec.grad_inputs)
     recorder = _RecordCustomOps()
     with custom_ops_routed():
+        with torch.no_grad(), recorder:  # an op's no-gradient branch (nothing saved for a backward)
+            fn(**prepare(case, device).kwargs())
         with recorder:
             outs = as_outputs(fn(**kwargs))
         diff = [o for o in outs if o.requires_grad]
@@ -124,11 +134,25 @@ def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]
                 torch.autograd.grad(diff, [kwargs[n] for n in spec.grad_inputs], grad_outs, allow_unused=True)
     seen, calls = set(), []
     for func, args, kw, in_backward in recorder.calls:
-        if func in seen:
+        grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kw.values()))
+        variant = (func, in_backward, grad, _options(args), _options(tuple(kw.items())))
+        if variant in seen:
             continue
-        seen.add(func)
+        seen.add(variant)
         calls.append((func, *_fresh((args, kw), grad=not in_backward)))
     return calls
+
+
+def _options(values) -> tuple:
+    """A call's bools and strings (what picks an op's branch), in order: calls that differ in them
+    are opchecked apart."""
+    flat = []
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            flat.extend(_options(v))
+        elif isinstance(v, (bool, str)):
+            flat.append(v)
+    return tuple(flat)
 
 
 def _fresh(value, grad: bool):
@@ -189,14 +213,14 @@ def _opcheck_reason(exc: BaseException) -> str:
 
 @dataclasses.dataclass
 class _Compiled:
-    """One implementation's compiled wrapper, the graphs it has compiled so far, and what each
-    compilation specialised, per call (so that a call served from the cache is judged as the call
-    that compiled it was, and a shrinking Hypothesis sees the same verdict twice)."""
+    """One implementation's compiled wrapper, the graphs it has compiled, and the sizes any of
+    them holds as constants (``source == value``): a call whose own sizes match one of those is
+    judged pinned whether it compiled or was served a pinned graph compiled for an earlier case,
+    so that its verdict does not depend on which cases ran before it."""
 
     function: Callable
     graphs: int = 0
-    last_specialised: list[str] = dataclasses.field(default_factory=list)
-    specialised: dict = dataclasses.field(default_factory=dict)
+    pins: set = dataclasses.field(default_factory=set)
 
 
 _COMPILED: dict[tuple, _Compiled] = {}
@@ -207,10 +231,10 @@ def compile_backend(device: torch.device) -> str:
 
 
 def specialised_sizes() -> list[str]:
-    """In a compiler backend: the input sizes the traced graph holds as constants other than 0 and
-    1, as ``source == value`` (Dynamo replaces a size's symbol by its value when the traced code
-    needs the number itself: a dict lookup, a range, bit arithmetic). Such a graph serves that
-    size only, and every new size compiles again."""
+    """In a compiler backend, after AOTAutograd has traced the backward too: the input sizes the
+    traced graphs hold as constants other than 0 and 1, as ``source == value`` (Dynamo replaces a
+    size's symbol by its value when the traced code needs the number itself: a dict lookup, a
+    range, bit arithmetic). Such a graph serves that size only, and every new size compiles again."""
     context = torch._guards.TracingContext.try_get()
     shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
     if shape_env is None:
@@ -225,6 +249,13 @@ def specialised_sizes() -> list[str]:
     return sorted(out)
 
 
+def _own_code(fn: Callable, label: str) -> Callable:
+    """``fn`` with a code object of its own: Dynamo keeps one cache, and one recompilation limit,
+    per code object, so each compiled implementation gets its own rather than sharing one."""
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{label}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
 def _compiled(spec: KernelSpec, fn: Fn, device) -> _Compiled:
     key = (spec.name, fn, torch.device(device).type, spec.dynamic_shapes)
     entry = _COMPILED.get(key)
@@ -232,22 +263,43 @@ def _compiled(spec: KernelSpec, fn: Fn, device) -> _Compiled:
         inner = compile_backend(device)
 
         def counting_backend(gm, example_inputs):
+            compiled = torch._dynamo.lookup_backend(inner)(gm, example_inputs)
             entry.graphs += 1
-            entry.last_specialised = specialised_sizes()
-            return torch._dynamo.lookup_backend(inner)(gm, example_inputs)
+            entry.pins.update(specialised_sizes())
+            return compiled
 
         def call(**kwargs):
             return fn(**kwargs)
 
-        entry = _COMPILED[key] = _Compiled(
-            torch.compile(call, backend=counting_backend, fullgraph=True, dynamic=spec.dynamic_shapes or None))
+        entry = _COMPILED[key] = _Compiled(torch.compile(
+            _own_code(call, f"{len(_COMPILED)}"), backend=counting_backend, fullgraph=True,
+            dynamic=spec.dynamic_shapes or None))
     return entry
 
 
-def _call_key(kwargs: dict[str, Any]) -> tuple:
-    """A call's exact sizes and scalars (what a compiled graph may have been specialised for)."""
-    return tuple((n, tuple(v.shape), v.stride(), v.dtype, v.requires_grad) if isinstance(v, torch.Tensor) else (n, repr(v))
-                 for n, v in sorted(kwargs.items()))
+_SIZE_SOURCE = re.compile(r"\['(\w+)'\]\.size\(\)\[(\d+)\]")
+
+
+def _pinned(pins: set, kwargs: dict[str, Any]) -> list[str]:
+    """The pins (``source == value``) that this call's sizes satisfy: the graphs serving it hold
+    its sizes as constants. A pin whose source names no tensor of the call is kept (unknown)."""
+    out = []
+    for pin in sorted(pins):
+        source, value = pin.rsplit(" == ", 1)
+        match = _SIZE_SOURCE.search(source)
+        tensor = kwargs.get(match.group(1)) if match else None
+        if not isinstance(tensor, torch.Tensor) or (
+                int(match.group(2)) < tensor.ndim and tensor.shape[int(match.group(2))] == int(value)):
+            out.append(pin)
+    return out
+
+
+def _compiled_call(entry: _Compiled, spec: KernelSpec, kwargs: dict[str, Any], case: Case, device, grad: bool):
+    # no duck shaping: two sizes that happen to be equal in this case must not share a symbol, or
+    # pinning one (legitimately, below) would pin the other
+    with torch._dynamo.config.patch(cache_size_limit=256, accumulated_cache_size_limit=4096), \
+            torch.fx.experimental._config.patch(use_duck_shape=False), torch.set_grad_enabled(grad):
+        return _call(spec, entry.function, kwargs, case, device)
 
 
 # What a compile error's text says about its cause, in the words a kernel author acts on.
@@ -271,28 +323,26 @@ def _compile_failure(exc: BaseException) -> str:
 
 
 def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
-    """``torch.compile(fullgraph=True)`` of the call: no graph break, bitwise the direct call's
-    outputs and gradients, no graph pinned to the case's sizes (module docstring)."""
-    direct = _call(spec, fn, prepare(case, device).kwargs(spec.grad_inputs), case, device)
+    """``torch.compile(fullgraph=True)`` of the call, with gradients and without: no graph break,
+    bitwise the direct call's outputs and gradients, no graph pinned to the case's sizes (module
+    docstring)."""
     entry = _compiled(spec, fn, device)
-    before = entry.graphs
-    compiled_kwargs = prepare(case, device).kwargs(spec.grad_inputs)
-    try:
-        # no duck shaping: two sizes that happen to be equal in this case must not share a symbol,
-        # or pinning one (legitimately, below) would pin the other
-        with torch._dynamo.config.patch(cache_size_limit=256, accumulated_cache_size_limit=4096), \
-                torch.fx.experimental._config.patch(use_duck_shape=False):
-            got = _call(spec, entry.function, compiled_kwargs, case, device)
-    except Exception as exc:  # noqa: BLE001 - any error of tracing or compiling is the finding
-        return CheckResult("compile", False, problems=[_compile_failure(exc)])
-    problems = _compare(spec, "the compiled call", direct, got)
-    key = _call_key(compiled_kwargs)
-    if entry.graphs > before:  # this call compiled: remember what that compilation specialised
-        entry.specialised[key] = entry.last_specialised
+    problems = []
+    for grad in (True, False):
+        names = spec.grad_inputs if grad else ()
+        with torch.set_grad_enabled(grad):
+            direct = _call(spec, fn, prepare(case, device).kwargs(names), case, device)
+        kwargs = prepare(case, device).kwargs(names)
+        try:
+            got = _compiled_call(entry, spec, kwargs, case, device, grad)
+        except Exception as exc:  # noqa: BLE001 - any error of tracing or compiling is the finding
+            return CheckResult("compile", False, problems=[_compile_failure(exc)])
+        what = "the compiled call" if grad else "the compiled call without gradients"
+        problems += _compare(spec, what, direct, got)
     # A size equal to a list argument's length is static by construction: Dynamo guards on the
     # length of every list it traces (dlrm_embedding's features, one per cardinality).
-    lengths = {len(v) for v in compiled_kwargs.values() if isinstance(v, (list, tuple))}
-    pinned = [p for p in entry.specialised.get(key, []) if int(p.rsplit("== ", 1)[1]) not in lengths]
+    lengths = {len(v) for v in kwargs.values() if isinstance(v, (list, tuple))}
+    pinned = [p for p in _pinned(entry.pins, kwargs) if int(p.rsplit(" == ", 1)[1]) not in lengths]
     if spec.dynamic_shapes and pinned:
         problems.append(
             f"compiled for these sizes only ({', '.join(pinned)}): every new size compiles again, where the "
@@ -337,7 +387,8 @@ def check_cudagraph(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
     torch.cuda.synchronize(device)
     replayed = [o.clone() for o in captured]
     direct = [o.detach() for o in as_outputs(fn(**fresh))]
-    problems = _compare(spec, "the graph's replay on new values", (direct, ()), (replayed, ()))
+    flags = [False] * len(direct)
+    problems = _compare(spec, "the graph's replay on new values", (direct, flags, ()), (replayed, flags[:len(replayed)], ()))
     return CheckResult("cudagraph", not problems, problems=problems)
 
 

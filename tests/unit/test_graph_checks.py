@@ -55,8 +55,9 @@ def test_opcheck_records_the_forward_and_the_backward_op_each_with_its_own_argum
     case = tiling_examples(spec, "float32", False, 0)[0]
     calls = _recorded_calls(spec, spec.implementations["triton"].load(), case, current_device())
     names = [func.name() for func, _, _ in calls]
-    assert names == ["fkh::layer_norm", "fkh::norm_backward"], names
-    forward_args, backward_args = calls[0][1], calls[1][1]
+    assert names == ["fkh::layer_norm", "fkh::layer_norm", "fkh::norm_backward"], names
+    no_grad_args, forward_args, backward_args = calls[0][1], calls[1][1], calls[2][1]
+    assert not no_grad_args[0].requires_grad  # the call without a graph
     assert forward_args[0].requires_grad  # the forward's autograd formula is checked
     assert not any(isinstance(a, torch.Tensor) and a.requires_grad for a in backward_args)
 
@@ -69,3 +70,16 @@ def test_an_implementation_of_pytorch_ops_alone_skips_opcheck_saying_so():
     eager = dataclasses.replace(spec, implementations={"composite": Implementation(load=lambda: spec.reference, custom_ops=False)})
     assert "no custom op to check" in skip_reason(eager, "composite", current_device(), "opcheck")
     assert skip_reason(eager, "composite", current_device(), "compile") is None
+
+
+def _detaches_when_compiled(x):
+    """Right values, but the compiled call drops autograd: its output requires no grad."""
+    if torch.compiler.is_compiling():
+        x = x.detach()
+    return production.softmax(x)
+
+
+def test_a_compiled_call_that_loses_its_gradients_fails_compile():
+    with pytest.raises(CheckFailure) as info:
+        _run(load_specs()["softmax"], _detaches_when_compiled, "compile", 3).run()
+    assert "does not require grad" in str(info.value), str(info.value)
