@@ -75,34 +75,42 @@ class _DropoutAddNorm(torch.autograd.Function):
 @_ops.op(
     "dropout_add_norm",
     "(Tensor x, Tensor residual, Tensor? bias, Tensor? weight, Tensor? norm_bias, float p, SymInt seed, bool rms, "
-    "float eps, bool return_mask) -> (Tensor, Tensor, Tensor, Tensor)",
+    "float eps, bool prenorm, bool return_mask, bool save) -> (Tensor, Tensor, Tensor, Tensor)",
 )
-def dropout_add_norm_op(x, residual, bias, weight, norm_bias, p, seed, rms, eps, return_mask):
-    """The custom op (kernels/_ops.py): y, s, the keep-mask and the row statistics. s is always
-    written (the backward reads it; the entry point returns it for prenorm=True); the mask is an
-    empty placeholder unless asked for (an op returns a fixed number of tensors). The dropout goes
+def dropout_add_norm_op(x, residual, bias, weight, norm_bias, p, seed, rms, eps, prenorm, return_mask, save):
+    """The custom op (kernels/_ops.py): y, s, the keep-mask and the row statistics. With ``save``
+    (a backward to come) s and the statistics are written, as the eager autograd path writes them;
+    without, the eager graph-free forward runs (s only for prenorm=True, no statistics), so that a
+    compiled call gives the eager call's bits either way. What is not written, and the mask unless
+    asked for, is an empty placeholder (an op returns a fixed number of tensors). The dropout goes
     in as the caller's (p, seed), made a ``Dropout`` here: ``Dropout.of`` rounds its scale through a
     host tensor, which traced code should not run. seed is a SymInt so that a compiled call serves
     every seed without recompiling (an int argument is specialised; a float one, p, is anyway)."""
     result = _norm.forward(x, weight, norm_bias, eps=eps, rms=rms, residual=residual, xbias=bias,
-                           dropout=_norm.Dropout.of(p, seed), store_sum=True, store_mask=return_mask)
-    mask = result.mask if return_mask else _no_mask(x)
-    return result.y, result.s, mask, result.stats
+                           dropout=_norm.Dropout.of(p, seed), store_sum=save or prenorm, store_mask=return_mask,
+                           store_stats=save)
+    return (result.y, result.s if save or prenorm else _nothing(x, x.dtype),
+            result.mask if return_mask else _nothing(x, torch.bool),
+            result.stats if save else _nothing(x, _norm._stats_dtype(x.dtype)))
 
 
-def _no_mask(x: torch.Tensor) -> torch.Tensor:
-    return x.new_empty((0,), dtype=torch.bool)
+def _nothing(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The placeholder of an output not written."""
+    return x.new_empty((0,), dtype=dtype)
 
 
 @dropout_add_norm_op.register_fake
-def _(x, residual, bias, weight, norm_bias, p, seed, rms, eps, return_mask):
+def _(x, residual, bias, weight, norm_bias, p, seed, rms, eps, prenorm, return_mask, save):
     y, s, *mask, stats = _norm_ops.fake_forward(x, store_sum=True, store_mask=return_mask)
-    return y, s, (mask[0] if return_mask else _no_mask(x)), stats
+    return (y, s if save or prenorm else _nothing(x, x.dtype), mask[0] if return_mask else _nothing(x, torch.bool),
+            stats if save else _nothing(x, stats.dtype))
 
 
 def _setup(ctx, inputs, output):
-    _, _, bias, weight, norm_bias, p, seed, rms, _, _ = inputs
-    _, s, mask, stats = output
+    _, _, bias, weight, norm_bias, p, seed, rms, _, _, _, save = inputs
+    y, s, mask, stats = output
+    if not save:  # a call without gradients: nothing saved, nothing to differentiate
+        ctx.mark_non_differentiable(y, s)
     ctx.save_for_backward(s, weight, stats)
     ctx.p, ctx.seed, ctx.rms = p, seed, rms
     ctx.has_bias, ctx.has_norm_bias = bias is not None, norm_bias is not None
@@ -121,7 +129,7 @@ def _backward(ctx, dy, dsum, _dmask, _dstats):
         need_dweight=need_w, need_dbias=need_nb and ctx.has_norm_bias, need_dxbias=need_bias and ctx.has_bias,
     )
     return (grads.dx if need_x else None, grads.ds if need_res else None, grads.dxbias, grads.dweight,
-            grads.dbias, None, None, None, None, None)
+            grads.dbias, None, None, None, None, None, None, None)
 
 
 dropout_add_norm_op.register_autograd(_backward, setup_context=_setup)
@@ -166,7 +174,8 @@ def dropout_add_norm(
     rms = norm == "rms"
     tensors = (x, residual, bias, weight, norm_bias)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
-        y, s, mask, _ = dropout_add_norm_op(*tensors, p, seed, rms, eps, return_mask)
+        save = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+        y, s, mask, _ = dropout_add_norm_op(*tensors, p, seed, rms, eps, prenorm, return_mask, save)
         outputs = (y,) + ((s,) if prenorm else ()) + ((mask,) if return_mask else ())
         return outputs[0] if len(outputs) == 1 else outputs
     dropout = _norm.Dropout.of(p, seed)
