@@ -48,6 +48,12 @@ def unpack(grads: Sequence[torch.Tensor], present: Sequence[bool]) -> tuple[torc
     return tuple(next(it) if here else None for here in present)
 
 
+def asked(grads: Sequence[torch.Tensor | None], needs: Sequence[bool], rest: int = 0) -> tuple:
+    """An autograd formula's return: each gradient where its input needs one (``ctx.needs_input_grad``,
+    in order), else None, then ``rest`` Nones for the non-tensor arguments."""
+    return tuple(g if need else None for g, need in zip(grads, needs)) + (None,) * rest
+
+
 def rows(x: torch.Tensor) -> int:
     """Rows of a ``(..., N)`` tensor (the product of its leading sizes; symbolic under tracing)."""
     return math.prod(x.shape[:-1])

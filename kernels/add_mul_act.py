@@ -241,7 +241,7 @@ def _setup(ctx, inputs, output):
 def _backward_op(ctx, grad):
     x, y, bias = ctx.saved_tensors
     grads = add_mul_act_backward(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
-    return (*(g if need else None for g, need in zip(grads, ctx.needs_input_grad[:3])), None, None)
+    return _ops.asked(grads, ctx.needs_input_grad, rest=2)
 
 
 add_mul_act_op.register_autograd(_backward_op, setup_context=_setup)

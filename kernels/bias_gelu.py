@@ -213,8 +213,7 @@ def _setup(ctx, inputs, output):
 def _backward_op(ctx, grad):
     x, bias = ctx.saved_tensors
     grad_x, grad_bias = bias_gelu_backward(x, bias, grad.to(x.dtype), ctx.approximate)
-    need_x, need_bias = ctx.needs_input_grad[:2]
-    return grad_x if need_x else None, grad_bias if need_bias else None, None
+    return _ops.asked((grad_x, grad_bias), ctx.needs_input_grad, rest=1)
 
 
 bias_gelu_op.register_autograd(_backward_op, setup_context=_setup)

@@ -203,9 +203,7 @@ def _glu_setup(ctx, inputs, output):
 
 def _glu_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    grad_a, grad_b = glu_backward(a, b, grad.to(a.dtype), ctx.activation)
-    need_a, need_b = ctx.needs_input_grad[:2]
-    return grad_a if need_a else None, grad_b if need_b else None, None
+    return _ops.asked(glu_backward(a, b, grad.to(a.dtype), ctx.activation), ctx.needs_input_grad, rest=1)
 
 
 glu_op.register_autograd(_glu_backward, setup_context=_glu_setup)
