@@ -209,7 +209,10 @@ def property_runs(spec: KernelSpec, device: torch.device, implementations=None, 
                 continue
             spec_dtypes = spec.float_dtypes
             dtype_list = [d for d in spec_dtypes if not dtypes or d in dtypes]
-            if check in ("gradcheck", "contract"):
+            if check in ("gradcheck", "contract") or (check in GRAPH_CHECKS and device.type != "cuda"):
+                # dtype-free checks run once; so do the graph checks under the interpreter, where
+                # they test tracing and dispatch (a dtype changes neither) and each case costs
+                # seconds of compiling: the GPU runs them in every dtype
                 dtype_list = dtype_list[:1] or ([] if dtypes else spec_dtypes[:1])
             for dtype in dtype_list:
                 runs.append(PropertyRun(spec, impl, dtype, check, device, max_examples=max_examples))
