@@ -42,6 +42,7 @@ from harness.validate import custom_ops_routed
 GRAPH_CHECKS = ("opcheck", "compile", "cudagraph")
 # At most this many cases per property: each compiles or traces the call several times over.
 GRAPH_EXAMPLES = 3
+GRAPH_EXAMPLES_INTERPRETED = 2  # under the interpreter (CPU CI's time)
 BUILTIN_NAMESPACES = ("aten", "prim", "prims", "_c10d_functional", "c10d")
 
 

@@ -28,7 +28,7 @@ from harness.checks import CheckResult, case_dtype_for
 from harness.dispatch import run_check
 from harness.device import lost_context, on_gpu
 from harness.errors import describe_exception
-from harness.graph_checks import GRAPH_CHECKS, GRAPH_EXAMPLES
+from harness.graph_checks import GRAPH_CHECKS, GRAPH_EXAMPLES, GRAPH_EXAMPLES_INTERPRETED
 from harness.repro import clear_inflight, record_inflight, write_repro
 from harness.spec import KernelSpec
 from harness.strategies import cases, tiling_examples
@@ -109,8 +109,9 @@ class PropertyRun:
         overrides: dict = {}
         if self.check == "contract":
             overrides["max_examples"] = min(settings.default.max_examples, CONTRACT_EXAMPLES)
-        if self.check in GRAPH_CHECKS:
-            overrides["max_examples"] = min(settings.default.max_examples, GRAPH_EXAMPLES)
+        if self.check in GRAPH_CHECKS:  # fewer under the interpreter, where each compile costs seconds
+            cap = GRAPH_EXAMPLES if on_gpu(self.device) else GRAPH_EXAMPLES_INTERPRETED
+            overrides["max_examples"] = min(settings.default.max_examples, cap)
         if force_seed is not None:
             overrides["derandomize"] = False
         if self.max_examples is not None:

@@ -29,7 +29,7 @@ def _run(spec, fn, check, max_examples):
 
 def test_a_graph_pinned_to_its_sizes_fails_compile_naming_the_size():
     with pytest.raises(CheckFailure) as info:
-        _run(load_specs()["softmax"], _pins_its_size, "compile", 12).run()
+        _run(load_specs()["softmax"], _pins_its_size, "compile", 6).run()
     report = str(info.value)
     assert "compiled for these sizes only" in report and "size()" in report, report
 
