@@ -169,7 +169,7 @@ class Kernel:
         and the values of the parameters after the ``positional`` arguments (the constexprs)."""
         compiled._init_handles()
         tail = tuple(meta.get(name, default) for name, default in self._params[positional:])
-        entry = self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
+        entry = self._cache[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail, compiled)
         return entry
 
     def _launch(self, grid: tuple[int, ...], args: tuple, meta: dict) -> object:
@@ -183,7 +183,7 @@ class Kernel:
             compiled = self.fn[grid](*args, **meta)
             self._remember(key, compiled, len(args), meta)
             return compiled
-        run, function, metadata, tail = entry
+        run, function, metadata, tail, _ = entry
         size = len(grid)
         run(grid[0], grid[1] if size > 1 else 1, grid[2] if size > 2 else 1, self._stream(key[0]), function,
             metadata, None, None, None, *args, *tail)
@@ -233,9 +233,9 @@ class Kernel:
                 entry = self._cache.get(key)
                 if entry is None:
                     entry = self._remember(key, self.fn.warmup(*args, grid=grid, **meta), len(args), meta)
-                run, function, metadata, tail = entry
+                run, function, metadata, tail, compiled = entry
                 launcher = Launcher(run, (*grid, 1, 1)[:3], function, metadata, fixed + tail, key[0], self._stream,
-                                    self._knobs.runtime, through_triton)
+                                    self._knobs.runtime, through_triton, compiled)
         if os.environ.get("HARNESS_CHECK_LAUNCH", "0") not in ("", "0"):
             return _CheckedLauncher(self, launcher, args[:runtime])
         return launcher
@@ -243,18 +243,34 @@ class Kernel:
 
 class Launcher:
     """One compiled variant at one grid, with its fixed arguments (:meth:`Kernel.bind`):
-    ``launcher(*head)`` launches it on the current stream of its device."""
+    ``launcher(*head)`` launches it on the current stream of its device. ``compiled``, ``grid``,
+    ``function`` and ``tail`` (the arguments after the head) describe the launch to
+    ``kernels._native``, which records it for C++."""
 
     __slots__ = ("_run", "_x", "_y", "_z", "_function", "_metadata", "_tail", "_device", "_stream",
-                 "_runtime", "_triton", "_switch")
+                 "_runtime", "_triton", "_switch", "compiled")
 
     def __init__(self, run: Callable, grid: tuple[int, int, int], function: object, metadata: object, tail: tuple,
-                 device: int, stream: Callable[[int], int], runtime: Any, through_triton: Callable[..., object]):
+                 device: int, stream: Callable[[int], int], runtime: Any, through_triton: Callable[..., object],
+                 compiled: Any = None):
         self._run, (self._x, self._y, self._z), self._function, self._metadata = run, grid, function, metadata
         self._tail, self._device, self._stream, self._runtime = tail, device, stream, runtime
         self._triton = through_triton
+        self.compiled = compiled
         # Triton launches in the current device's context: with several GPUs, make ours current
         self._switch = torch.cuda.device_count() > 1
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return self._x, self._y, self._z
+
+    @property
+    def function(self) -> object:
+        return self._function
+
+    @property
+    def tail(self) -> tuple:
+        return self._tail
 
     def __call__(self, *head: object) -> None:
         runtime = self._runtime
@@ -348,6 +364,10 @@ class _CheckedLauncher:
         params = getattr(kernel.fn, "params", [])
         self._loose = frozenset(i for i, p in enumerate(params) if getattr(p, "do_not_specialize", False))
         self._kernel, self._launcher, self._want = kernel, launcher, specialisation(head, self._loose)
+
+    def direct(self) -> object:
+        """The launcher behind the check."""
+        return self._launcher
 
     def __call__(self, *head: object) -> object:
         got = specialisation(head, self._loose)

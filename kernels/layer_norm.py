@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _ops
 
 OP = "layer_norm"
 DTYPES = _norm.DTYPES
@@ -96,6 +96,9 @@ def layer_norm(
     eps = check_arguments(x, weight, bias, eps)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return layer_norm_op(x, weight, bias, eps)[0]
+    y = _norm_native.call(x, weight, bias, eps, 0.0, rms=False)  # C++ host path (kernels/_native.py)
+    if y is not None:
+        return y
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, bias)):
         return _LayerNorm.apply(x, weight, bias, eps)
     # no graph: skip autograd's overhead. The statistics are stored all the same: skipping them made

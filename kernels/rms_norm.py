@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _ops
 from kernels._validate import check_finite_scalar
 
 OP = "rms_norm"
@@ -103,6 +103,9 @@ def rms_norm(
     eps, weight_offset = check_arguments(x, weight, eps, weight_offset)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return rms_norm_op(x, weight, eps, weight_offset)[0]
+    y = _norm_native.call(x, weight, None, eps, weight_offset, rms=True)  # C++ host path (kernels/_native.py)
+    if y is not None:
+        return y
     if torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)):
         return _RMSNorm.apply(x, weight, eps, weight_offset)
     # no graph: skip autograd's overhead; the statistics are stored all the same, as LayerNorm's

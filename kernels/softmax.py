@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _ops, _rows
+from kernels import _launch, _native, _ops, _rows
 from kernels._validate import FLOAT_DTYPES, check_tensor
 
 OP = "softmax"
@@ -271,6 +271,40 @@ def _backward_plan(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor) -> Calla
     return _rows.copying(launch, (False, grad.copied))
 
 
+# The native path (kernels/_native.py): one program per layout that is read in place, with its
+# backward where x needs a gradient; the same kernels, tiles and arguments as the plans above.
+_NATIVE_PLANS = _launch.plan_table()
+
+
+def _native_program(x: torch.Tensor, grad: bool) -> object:
+    src = _rows.row_layout(x)
+    if x.numel() == 0 or x.data_ptr() & 15 or src.copied:
+        return _native.NOT_SERVED
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    grid, config = _forward_launch(src, x.dtype)
+    forward = _native.Builder(1)
+    (xs,) = forward.given
+    ys = forward.empty(x.shape, x.dtype)
+    try:
+        forward.launch(_softmax_fwd_kernel.bind(grid, (x, y, src.rows, src.n, *src.kernel_args()), config, runtime=2),
+                       xs, ys)
+        if not grad:
+            return _native.program(forward, [ys])
+        dy, dx = torch.empty_like(y), torch.empty_like(y)
+        rows = _rows.row_layout(dy)
+        tile, config = _config(rows.n, x.dtype, True)
+        backward = _native.Builder(2)
+        y_saved, dys = backward.given
+        dxs = backward.empty(x.shape, x.dtype)
+        backward.launch(_softmax_bwd_kernel.bind((triton.cdiv(rows.rows, tile.rows),),
+                                                 (y, dy, dx, rows.rows, rows.n, *rows.kernel_args()), config,
+                                                 runtime=3), y_saved, dys, dxs)
+    except _native.Unsupported:
+        return _native.NOT_SERVED
+    return _native.program(forward, [ys], saved=[ys], backward=backward, gradients=[dxs],
+                           grad_layouts=[(x.dtype, x.shape, y.stride())])
+
+
 class _Softmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
@@ -333,6 +367,14 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return softmax_op(x)
-    if x.requires_grad and torch.is_grad_enabled():
+    grad = x.requires_grad and torch.is_grad_enabled()
+    if _native.enabled():  # C++ host path (kernels/_native.py)
+        key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, grad)
+        program = _NATIVE_PLANS.get(key)
+        if program is None:
+            program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, grad))
+        if program is not _native.NOT_SERVED:
+            return (_native.apply if grad else _native.run)(program, [x], [], [])[0]
+    if grad:
         return _Softmax.apply(x)
     return _forward(x)  # no graph to record: skip autograd.Function's overhead

@@ -1,8 +1,8 @@
 """Building this package's CUDA C++ extensions at first use, with a cached build directory.
 
-Each extension is a ``.cu`` file (plus header files placed in front of it) handed to
-``torch.utils.cpp_extension.load_inline``. The first call on a CUDA machine compiles it (tens of
-seconds with nvcc); later calls, in this process or any other, load the cached build. The module
+Each extension is a ``.cu`` file (plus header files placed in front of it), or C++ files with no
+CUDA code (their own ``PYBIND11_MODULE``), handed to ``torch.utils.cpp_extension.load_inline``.
+The first call on a CUDA machine compiles it (tens of seconds); later calls, in this process or any other, load the cached build. The module
 name and the build directory carry a key hashed from everything that changes the binary (the
 sources, the compiler flags, torch's and CUDA's versions, the device's compute capability), so an
 edited source never loads a stale build, and several extensions or versions coexist.
@@ -41,20 +41,30 @@ class CudaUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class ExtensionSource:
     """One extension: its name, its CUDA files (headers first), the C++ declarations of the
-    functions it exports, and those functions' names."""
+    functions it exports, and those functions' names; or, with no CUDA files, C++ files (paths
+    relative to ``kernels/``) that define their own Python module and need no CUDA toolkit."""
 
     name: str
-    cuda_files: tuple[str, ...]
-    declarations: str
-    functions: tuple[str, ...]
+    cuda_files: tuple[str, ...] = ()
+    declarations: str = ""
+    functions: tuple[str, ...] = ()
+    cpp_files: tuple[str, ...] = ()
 
     def cuda_source(self) -> str:
         """The files, concatenated in order (each marked with its name for compiler messages)."""
-        parts = []
-        for file_name in self.cuda_files:
-            text = (SOURCE_DIR / file_name).read_text()
-            parts.append(f'#line 1 "{file_name}"\n{text}')
-        return "\n".join(parts)
+        return _concatenated(SOURCE_DIR, self.cuda_files)
+
+    def cpp_source(self) -> str:
+        """The C++ files (after the declarations), concatenated in order."""
+        return _concatenated(SOURCE_DIR.parent, self.cpp_files)
+
+
+def _concatenated(directory: Path, files: tuple[str, ...]) -> str:
+    parts = []
+    for file_name in files:
+        text = (directory / file_name).read_text()
+        parts.append(f'#line 1 "{file_name}"\n{text}')
+    return "\n".join(parts)
 
 
 def cache_root() -> Path:
@@ -69,7 +79,8 @@ def build_key(source: ExtensionSource, capability: tuple[int, int] | None) -> st
     """16 hex digits that change whenever the compiled binary would."""
     h = hashlib.sha256()
     for part in (
-        source.cuda_source(), source.declarations, ",".join(source.functions), " ".join(CUDA_CFLAGS),
+        source.cuda_source(), source.cpp_source(), source.declarations, ",".join(source.functions),
+        " ".join(CUDA_CFLAGS),
         " ".join(CXX_CFLAGS), torch.__version__, str(torch.version.cuda), repr(capability),
     ):
         h.update(part.encode())
@@ -121,11 +132,11 @@ def build(source: ExtensionSource, verbose: bool | None = None) -> ModuleType:
         return built
     module = load_inline(
         name=module_name,
-        cpp_sources=[source.declarations],
-        cuda_sources=[source.cuda_source()],
-        functions=list(source.functions),
+        cpp_sources=[source.declarations + source.cpp_source()],
+        cuda_sources=[source.cuda_source()] if source.cuda_files else None,
+        functions=list(source.functions) or None,
         extra_cflags=list(CXX_CFLAGS),
-        extra_cuda_cflags=list(CUDA_CFLAGS),
+        extra_cuda_cflags=list(CUDA_CFLAGS) if source.cuda_files else None,
         build_directory=str(directory),
         verbose=verbose,
     )

@@ -1,0 +1,225 @@
+"""A call's whole host path in C++: programs of allocations and compiled Triton launches, run by a
+C++ autograd node (source: ``kernels/native/native.cpp``).
+
+Why. A Python ``torch.autograd.Function`` costs about as much host time as eager PyTorch's whole
+forward+backward of a small op before it does any work, and the Python of its backward runs cold
+on autograd's device thread: on the H200 of ``benchmarks/results/2026-11-27-h100-16`` a null
+Function took 133 us a LayerNorm forward+backward took eager 134, ours 282. What eager does in
+C++ (a node in the graph, allocations, launches) must be done in C++ to cost what eager costs.
+
+How. An op describes one call signature (shapes, strides, dtypes, alignment, which inputs need
+gradients) as two :class:`Builder` recordings, made once from the launchers that
+``kernels._launch.Kernel.bind`` compiled for it:
+
+* the forward: its given tensors (the op's inputs, None where absent), its allocations, its
+  launches (every kernel argument a given or allocated slot, a per-call float or int, or a
+  constant), the slots it returns and the slots its backward reads;
+* the backward: given what the forward saved and one gradient per forward output (in the layout
+  the kernels were compiled for; the node copies a gradient of another layout into it), its
+  allocations and launches, and per forward input the slot of its gradient (or a row of one).
+
+:func:`program` turns the pair into a C++ ``Program``. A call is then one C++ function:
+:func:`apply` (records the backward node) or :func:`run` (no graph), each allocating, packing the
+kernels' arguments and calling ``cuLaunchKernel`` on the current stream, with no Python after the
+entry point's own checks and its plan lookup. The launch is the one Triton's launcher makes: the
+kernel's non-constexpr arguments in order, then its scratch pointers (null: a kernel that needs
+scratch memory, several CTAs, PDL or a cooperative grid is not recorded, and keeps Triton's path).
+
+The native path is on where the extension can be built and loaded: a CUDA machine (it needs a
+C++ compiler and torch's headers, no CUDA toolkit; ``kernels/cuda/_build.py`` caches the build).
+``HARNESS_NATIVE=0`` turns it off (to compare, or to rule it out). Under the interpreter it is
+off: there is no compiled kernel to launch.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from harness.validate import interpreting
+from kernels import _launch
+from kernels.cuda import _build
+
+SOURCE = _build.ExtensionSource(name="fkh_native", cpp_files=("native/native.cpp",))
+ENV = "HARNESS_NATIVE"
+
+# Parameter kinds (enum Kind in native.cpp)
+TENSOR, CONST_I32, CONST_I64, CONST_U64, CONST_F32, CONST_F64 = range(6)
+FLOAT_F32, FLOAT_F64, INT_I32, INT_I64, INT_U64, NULL, CONST_I8 = range(6, 13)
+_CONST = {"i1": CONST_I8, "i8": CONST_I8, "i32": CONST_I32, "i64": CONST_I64, "u64": CONST_U64, "fp32": CONST_F32,
+          "fp64": CONST_F64}
+_FLOAT_ARG = {"fp32": FLOAT_F32, "fp64": FLOAT_F64}
+_INT_ARG = {"i32": INT_I32, "i64": INT_I64, "u64": INT_U64}
+
+_STATE: list = []  # [module or None], decided once per process
+
+
+class Unsupported(Exception):
+    """A launch the native path does not model (it keeps Triton's path)."""
+
+
+# What an op's table of programs holds for a call signature that the native path does not serve
+# (a layout the op copies, an empty tensor, a launch :class:`Unsupported`): the op takes its
+# Python path.
+NOT_SERVED = object()
+
+
+def enabled() -> bool:
+    """Whether calls may take the native path here: not under the interpreter, not turned off by
+    ``HARNESS_NATIVE=0``, and the extension built and loaded (a failed build warns once)."""
+    if not _STATE:
+        _STATE.append(_load())
+    return _STATE[0] is not None
+
+
+def _load() -> Any:
+    setting = os.environ.get(ENV, "1").strip().lower()
+    if setting not in ("0", "1", "false", "true", ""):
+        raise ValueError(f"{ENV}={setting!r}: expected 1 or 0")
+    if setting in ("0", "false") or interpreting() or _build.unavailable_reason() is not None:
+        return None
+    try:
+        return _build.load(SOURCE)
+    except Exception as exc:  # noqa: BLE001 - any build failure leaves Triton's path in place
+        warnings.warn(f"the native launch path is off: building {SOURCE.name} failed ({exc})", stacklevel=3)
+        return None
+
+
+def module() -> Any:
+    """The loaded extension (call :func:`enabled` first)."""
+    return _STATE[0]
+
+
+class Slot:
+    """A tensor of a program: given to it, or allocated by it."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Slot({self.index})"
+
+
+class Arg:
+    """A per-call scalar: the call's float (``kind='float'``) or int (``'int'``) number ``index``."""
+
+    __slots__ = ("kind", "index")
+
+    def __init__(self, kind: str, index: int):
+        self.kind, self.index = kind, index
+
+
+class Builder:
+    """The recording of one direction of a call (module docstring): ``given`` slots first, then
+    one per :meth:`empty`."""
+
+    def __init__(self, given: int):
+        self.given = tuple(Slot(i) for i in range(given))
+        self.allocs: list[tuple[list[int], torch.dtype]] = []
+        self.launches: list[tuple] = []
+
+    def empty(self, sizes: Sequence[int], dtype: torch.dtype) -> Slot:
+        """A new contiguous tensor, allocated on the call's device at every call."""
+        self.allocs.append(([int(s) for s in sizes], dtype))
+        return Slot(len(self.given) + len(self.allocs) - 1)
+
+    @staticmethod
+    def float_arg(index: int) -> Arg:
+        """The call's float scalar ``index`` (a kernel argument of type fp32 or fp64)."""
+        return Arg("float", index)
+
+    @staticmethod
+    def int_arg(index: int) -> Arg:
+        """The call's int scalar ``index`` (a kernel argument of type i32, i64 or u64)."""
+        return Arg("int", index)
+
+    def launch(self, launcher: object, *head: object) -> None:
+        """Record ``launcher(*head)``: a launcher from ``Kernel.bind``, its per-call arguments given
+        as slots, :class:`Arg` scalars or constants. Raises :class:`Unsupported` where the launch
+        is not one a plain ``cuLaunchKernel`` makes."""
+        self.launches.append(_launch_record(launcher, head))
+
+
+def _launch_record(launcher: object, head: tuple) -> tuple:
+    launcher = getattr(launcher, "direct", lambda: None)() or launcher
+    if not isinstance(launcher, _launch.Launcher):
+        raise Unsupported(f"{launcher!r} takes Triton's own launch path")
+    compiled = launcher.compiled
+    meta = compiled.metadata
+    name = getattr(compiled, "name", None) or getattr(meta, "name", "kernel")
+    for attribute, allowed in (("num_ctas", (1,)), ("launch_pdl", (False, 0)), ("launch_cooperative_grid", (False, 0)),
+                               ("global_scratch_size", (0,)), ("profile_scratch_size", (0,))):
+        value = getattr(meta, attribute, allowed[0])
+        if value not in allowed:
+            raise Unsupported(f"{name}: {attribute}={value!r}")
+    if getattr(meta, "tensordesc_meta", None):
+        raise Unsupported(f"{name}: tensor descriptors")
+    types = list(compiled.src.signature.values())
+    args = (*head, *launcher.tail)
+    if len(types) != len(args):
+        raise Unsupported(f"{name}: {len(args)} arguments for a signature of {len(types)}")
+    params = []
+    for position, (kind, value) in enumerate(zip(types, args)):
+        if kind == "constexpr":
+            continue
+        params.append(_param(name, position, kind, value))
+    params += [(NULL, 0, 0, 0.0), (NULL, 0, 0, 0.0)]  # global and profile scratch: none
+    grid = list(launcher.grid)
+    return (int(launcher.function), grid, 32 * int(meta.num_warps), int(meta.shared), params, str(name))
+
+
+def _param(name: str, position: int, kind: object, value: object) -> tuple:
+    if isinstance(kind, str) and kind.startswith("*"):
+        if not isinstance(value, Slot):
+            raise Unsupported(f"{name}: pointer argument {position} is {value!r}, not a slot")
+        return (TENSOR, value.index, 1, 0.0)
+    if isinstance(value, Slot):
+        raise Unsupported(f"{name}: argument {position} of type {kind!r} given a tensor")
+    if isinstance(value, Arg):
+        table = _FLOAT_ARG if value.kind == "float" else _INT_ARG
+        if kind not in table:
+            raise Unsupported(f"{name}: argument {position} of type {kind!r} given a per-call {value.kind}")
+        return (table[kind], value.index, 0, 0.0)
+    if kind not in _CONST or not isinstance(value, (bool, int, float)):
+        raise Unsupported(f"{name}: argument {position} of type {kind!r} = {value!r}")
+    if kind in ("fp32", "fp64"):
+        return (_CONST[kind], 0, 0, float(value))
+    return (_CONST[kind], 0, int(value), 0.0)
+
+
+def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequence[bool] | None = None,
+            saved: Sequence[Slot] = (), backward: Builder | None = None,
+            gradients: Sequence[Slot | tuple[Slot, int] | None] = (),
+            grad_layouts: Sequence[tuple[torch.dtype, Sequence[int], Sequence[int]]] = ()) -> Any:
+    """The C++ program of ``forward`` (returning ``outputs``; ``saved`` what the backward is given
+    first), with ``backward`` (given ``saved``, then one gradient per output laid out as
+    ``grad_layouts``: dtype, sizes, strides) returning ``gradients``: per forward input a slot, a
+    ``(slot, row)`` pair (that row of it), or None."""
+    native = module()
+    back = None
+    if backward is not None:
+        slots = [-1 if g is None else (g[0] if isinstance(g, tuple) else g).index for g in gradients]
+        rows = [g[1] if isinstance(g, tuple) else -1 for g in gradients]
+        back = native.Program(
+            len(backward.given), backward.allocs, backward.launches, slots, [], [], rows,
+            [dtype for dtype, _, _ in grad_layouts], [list(sizes) for _, sizes, _ in grad_layouts],
+            [list(strides) for _, _, strides in grad_layouts], None)
+    return native.Program(
+        len(forward.given), forward.allocs, forward.launches, [s.index for s in outputs],
+        list(differentiable) if differentiable is not None else [], [s.index for s in saved], [], [], [], [], back)
+
+
+def apply(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:
+    """Run ``prog``'s forward and record its backward node; returns the outputs."""
+    return _STATE[0].apply(prog, inputs, floats, ints)
+
+
+def run(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:
+    """Run ``prog``'s forward with no graph; returns the outputs."""
+    return _STATE[0].run(prog, inputs, floats, ints)

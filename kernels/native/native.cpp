@@ -1,0 +1,410 @@
+// Launching Triton's compiled kernels from C++, and a C++ autograd node around them.
+//
+// Why: a Python torch.autograd.Function costs about eager PyTorch's whole forward+backward of a
+// small op in host time before it does any work, and its backward's Python runs cold on autograd's
+// device thread (docs/performance.md). Here an op's call is a Program: the tensors it allocates
+// and the compiled kernels it launches, with every kernel argument named as a slot (an input, an
+// allocation), a per-call scalar or a constant. Python builds one Program per call signature
+// (kernels/_native.py, from the launchers that kernels/_launch.py binds); a call then runs in C++:
+// allocate, pack the arguments, cuLaunchKernel. Its backward is another Program, run by a
+// torch::autograd::Function's node with no Python at all.
+//
+// The CUDA driver is reached through dlopen/dlsym of libcuda.so.1 (which Triton and torch have
+// loaded already), the stream through c10's device-guard interface, so this file compiles with
+// torch's headers alone: no CUDA toolkit is needed to build it.
+
+#include <torch/extension.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fkh_native {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// ---- the CUDA driver -------------------------------------------------------------------------
+
+using CUresult = int;
+using LaunchKernelFn = CUresult (*)(void* function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                    unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                                    void* stream, void** params, void** extra);
+using ErrorStringFn = CUresult (*)(CUresult, const char**);
+using CtxGetCurrentFn = CUresult (*)(void** context);
+using CtxSetCurrentFn = CUresult (*)(void* context);
+using CtxGetDeviceFn = CUresult (*)(int* device);
+using DeviceGetFn = CUresult (*)(int* device, int ordinal);
+using PrimaryCtxRetainFn = CUresult (*)(void** context, int device);
+
+struct Driver {
+  LaunchKernelFn launch = nullptr;
+  ErrorStringFn error_string = nullptr;
+  CtxGetCurrentFn ctx_get_current = nullptr;
+  CtxSetCurrentFn ctx_set_current = nullptr;
+  CtxGetDeviceFn ctx_get_device = nullptr;
+  DeviceGetFn device_get = nullptr;
+  PrimaryCtxRetainFn primary_ctx_retain = nullptr;
+};
+
+template <typename Fn>
+Fn symbol(void* lib, const char* name) {
+  auto fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  TORCH_CHECK(fn != nullptr, "fkh native launch: libcuda.so.1 exports no ", name);
+  return fn;
+}
+
+const Driver& driver() {
+  static const Driver loaded = [] {
+    Driver d;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    TORCH_CHECK(lib != nullptr, "fkh native launch: cannot open libcuda.so.1: ", dlerror());
+    d.launch = symbol<LaunchKernelFn>(lib, "cuLaunchKernel");
+    d.error_string = symbol<ErrorStringFn>(lib, "cuGetErrorString");
+    d.ctx_get_current = symbol<CtxGetCurrentFn>(lib, "cuCtxGetCurrent");
+    d.ctx_set_current = symbol<CtxSetCurrentFn>(lib, "cuCtxSetCurrent");
+    d.ctx_get_device = symbol<CtxGetDeviceFn>(lib, "cuCtxGetDevice");
+    d.device_get = symbol<DeviceGetFn>(lib, "cuDeviceGet");
+    d.primary_ctx_retain = symbol<PrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
+    return d;
+  }();
+  return loaded;
+}
+
+void check(const Driver& cuda, CUresult status, const char* what, const std::string& name) {
+  if (status == 0) return;
+  const char* message = "unknown error";
+  cuda.error_string(status, &message);
+  TORCH_CHECK(false, "fkh native: ", what, " ", name, " failed: CUDA error ", status, " (", message, ")");
+}
+
+// Make the device's primary context current on this thread. torch's runtime calls do it lazily, so
+// a thread that has made none (autograd's device thread, whose allocations hit the caching
+// allocator's cache) may have no current context; the driver API needs one. Triton's kernels are
+// loaded into the primary context.
+void ensure_context(const Driver& cuda, const c10::Device& device) {
+  int wanted = 0;
+  check(cuda, cuda.device_get(&wanted, device.index()), "finding", "the device");
+  void* context = nullptr;
+  check(cuda, cuda.ctx_get_current(&context), "reading", "the current context");
+  if (context != nullptr) {
+    int current = -1;
+    check(cuda, cuda.ctx_get_device(&current), "reading", "the context's device");
+    if (current == wanted) return;
+  }
+  // retained once per thread and device for the process's life, as the runtime does
+  check(cuda, cuda.primary_ctx_retain(&context, wanted), "retaining", "the primary context");
+  check(cuda, cuda.ctx_set_current(context), "setting", "the current context");
+}
+
+void* current_stream(const c10::Device& device) {
+  const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+  return impl->getStream(device).native_handle();
+}
+
+// ---- programs --------------------------------------------------------------------------------
+
+// Where a kernel parameter's value comes from (kernels/_native.py builds them).
+enum Kind : int64_t {
+  kTensor = 0,     // the data pointer of slot `index` (16-byte aligned when `value` is 1)
+  kConstI32 = 1,   // `value`
+  kConstI64 = 2,
+  kConstU64 = 3,
+  kConstF32 = 4,   // `fvalue`
+  kConstF64 = 5,
+  kFloatArgF32 = 6,  // the call's float scalar `index`, as float
+  kFloatArgF64 = 7,
+  kIntArgI32 = 8,    // the call's int scalar `index`
+  kIntArgI64 = 9,
+  kIntArgU64 = 10,
+  kNull = 11,        // a null pointer (Triton's scratch pointers where the kernel needs none)
+  kConstI8 = 12,
+};
+
+struct Param {
+  int64_t kind;
+  int64_t index;
+  int64_t value;
+  double fvalue;
+};
+
+struct Launch {
+  void* function;
+  unsigned grid[3];
+  unsigned threads;
+  unsigned shared;
+  std::vector<Param> params;
+  std::string name;
+};
+
+struct Alloc {
+  std::vector<int64_t> sizes;
+  c10::ScalarType dtype;
+};
+
+constexpr size_t kMaxParams = 96;
+
+union Value {
+  void* pointer;
+  int8_t i8;
+  int32_t i32;
+  int64_t i64;
+  uint64_t u64;
+  float f32;
+  double f64;
+};
+
+// One direction of an op's call. Slots are numbered: first what the call is given (forward: its
+// inputs; backward: what the forward saved, then one gradient per forward output), then one per
+// allocation, in order.
+struct Program : torch::CustomClassHolder {
+  int64_t given = 0;
+  std::vector<Alloc> allocs;
+  std::vector<Launch> launches;
+  // forward: the slots returned, whether each is differentiable, the slots saved for backward;
+  // backward: the slot of each forward input's gradient (-1: none) and the row of it taken (-1: all)
+  std::vector<int64_t> outputs;
+  std::vector<bool> differentiable;
+  std::vector<int64_t> saved;
+  std::vector<int64_t> rows;
+  // backward: the layout the kernels read each output gradient in (it is copied into it if not)
+  std::vector<c10::ScalarType> grad_dtypes;
+  std::vector<std::vector<int64_t>> grad_sizes;
+  std::vector<std::vector<int64_t>> grad_strides;
+  c10::intrusive_ptr<Program> backward;
+
+  void run(std::vector<at::Tensor>& slots, const std::vector<double>& floats, const std::vector<int64_t>& ints,
+           const c10::Device& device) const {
+    TORCH_CHECK(static_cast<int64_t>(slots.size()) == given, "fkh native: a program given ", given,
+                " tensors got ", slots.size());
+    const auto options = at::TensorOptions().device(device);
+    for (const auto& alloc : allocs) {
+      slots.push_back(at::empty(alloc.sizes, options.dtype(alloc.dtype)));
+    }
+    if (launches.empty()) return;
+    c10::DeviceGuard guard(device);
+    const Driver& cuda = driver();
+    ensure_context(cuda, device);
+    void* stream = current_stream(device);
+    Value values[kMaxParams];
+    void* pointers[kMaxParams];
+    for (const auto& launch : launches) {
+      const size_t n = launch.params.size();
+      for (size_t i = 0; i < n; ++i) {
+        const Param& p = launch.params[i];
+        Value& v = values[i];
+        switch (p.kind) {
+          case kTensor: {
+            const at::Tensor& t = slots[p.index];
+            v.pointer = t.data_ptr();
+            TORCH_CHECK(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, "fkh native: ",
+                        launch.name, " was compiled for a 16-byte aligned argument ", i,
+                        " and got a misaligned tensor (slot ", p.index, ")");
+            break;
+          }
+          case kConstI8: v.i8 = static_cast<int8_t>(p.value); break;
+          case kConstI32: v.i32 = static_cast<int32_t>(p.value); break;
+          case kConstI64: v.i64 = p.value; break;
+          case kConstU64: v.u64 = static_cast<uint64_t>(p.value); break;
+          case kConstF32: v.f32 = static_cast<float>(p.fvalue); break;
+          case kConstF64: v.f64 = p.fvalue; break;
+          case kFloatArgF32: v.f32 = static_cast<float>(floats.at(p.index)); break;
+          case kFloatArgF64: v.f64 = floats.at(p.index); break;
+          case kIntArgI32: v.i32 = static_cast<int32_t>(ints.at(p.index)); break;
+          case kIntArgI64: v.i64 = ints.at(p.index); break;
+          case kIntArgU64: v.u64 = static_cast<uint64_t>(ints.at(p.index)); break;
+          case kNull: v.pointer = nullptr; break;
+          default: TORCH_CHECK(false, "fkh native: unknown parameter kind ", p.kind);
+        }
+        pointers[i] = &v;
+      }
+      if (launch.grid[0] == 0 || launch.grid[1] == 0 || launch.grid[2] == 0) continue;
+      check(cuda, cuda.launch(launch.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.threads, 1, 1,
+                              launch.shared, stream, pointers, nullptr),
+            "launching", launch.name);
+    }
+  }
+};
+
+using ProgramPtr = c10::intrusive_ptr<Program>;
+
+c10::Device call_device(at::TensorList tensors) {
+  for (const auto& t : tensors) {
+    if (t.defined()) return t.device();
+  }
+  TORCH_CHECK(false, "fkh native: a call with no tensor");
+}
+
+// ---- autograd --------------------------------------------------------------------------------
+
+// The forward's variables are the given tensors that are not None (autograd records each
+// variable's device and shape), `present` marks which inputs they are.
+struct NativeFunction : public torch::autograd::Function<NativeFunction> {
+  static variable_list forward(AutogradContext* ctx, at::TensorList tensors, const ProgramPtr& program,
+                               const std::vector<double>& floats, const std::vector<int64_t>& ints,
+                               const std::vector<int64_t>& present) {
+    std::vector<at::Tensor> slots;
+    slots.reserve(present.size());
+    size_t next = 0;
+    for (int64_t p : present) slots.push_back(p ? tensors[next++] : at::Tensor());
+    program->run(slots, floats, ints, call_device(tensors));
+    variable_list outputs;
+    outputs.reserve(program->outputs.size());
+    for (int64_t slot : program->outputs) outputs.push_back(slots[slot]);
+    variable_list saved;
+    saved.reserve(program->saved.size());
+    for (int64_t slot : program->saved) saved.push_back(slots[slot]);
+    ctx->save_for_backward(saved);
+    ctx->saved_data["program"] = c10::IValue::make_capsule(program);
+    ctx->saved_data["floats"] = floats;
+    ctx->saved_data["ints"] = ints;
+    ctx->saved_data["present"] = present;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!program->differentiable[i]) ctx->mark_non_differentiable({outputs[i]});
+    }
+    return outputs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto forward_program = c10::static_intrusive_pointer_cast<Program>(ctx->saved_data["program"].toCapsule());
+    const Program& program = *forward_program->backward;
+    const auto floats = ctx->saved_data["floats"].toDoubleVector();
+    const auto ints = ctx->saved_data["ints"].toIntVector();
+    const auto present = ctx->saved_data["present"].toIntVector();
+    std::vector<at::Tensor> slots = ctx->get_saved_variables();
+    TORCH_CHECK(grads.size() == program.grad_dtypes.size(), "fkh native: ", grads.size(),
+                " output gradients where the program takes ", program.grad_dtypes.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      at::Tensor g = grads[i];
+      if (!g.defined()) {  // a non-differentiable output
+        g = at::zeros(program.grad_sizes[i], slots.at(0).options().dtype(program.grad_dtypes[i]));
+      }
+      // the kernels were compiled for this layout: a gradient of another dtype, layout or
+      // alignment is copied into it (never written: autograd may hand the same tensor elsewhere)
+      const bool aligned = (reinterpret_cast<uintptr_t>(g.data_ptr()) & 15) == 0;
+      if (g.scalar_type() != program.grad_dtypes[i] || g.strides() != c10::IntArrayRef(program.grad_strides[i]) ||
+          !aligned) {
+        at::Tensor copy = at::empty_strided(program.grad_sizes[i], program.grad_strides[i],
+                                            g.options().dtype(program.grad_dtypes[i]));
+        copy.copy_(g);
+        g = copy;
+      }
+      slots.push_back(g);
+    }
+    program.run(slots, floats, ints, slots.at(0).device());
+    // one gradient per forward argument: the present inputs, then the program, the two scalar
+    // lists and `present`
+    variable_list result;
+    result.reserve(program.outputs.size() + 4);
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      if (!present.at(i)) continue;
+      const int64_t slot = program.outputs[i];
+      if (slot < 0) {
+        result.emplace_back();
+      } else {
+        result.push_back(program.rows[i] < 0 ? slots[slot] : slots[slot].select(0, program.rows[i]));
+      }
+    }
+    result.resize(result.size() + 4);
+    return result;
+  }
+};
+
+std::vector<at::Tensor> given_tensors(const std::vector<std::optional<at::Tensor>>& inputs) {
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(inputs.size());
+  for (const auto& t : inputs) tensors.push_back(t.has_value() ? *t : at::Tensor());
+  return tensors;
+}
+
+// A call with no graph to record: the forward program alone.
+std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
+                            const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+  std::vector<at::Tensor> slots = given_tensors(inputs);
+  program->run(slots, floats, ints, call_device(slots));
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(program->outputs.size());
+  for (int64_t slot : program->outputs) outputs.push_back(slots[slot]);
+  return outputs;
+}
+
+// A call that records its backward (the program must have one).
+std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
+                              const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+  TORCH_CHECK(program->backward, "fkh native: apply() needs a program with a backward");
+  TORCH_CHECK(program->backward->outputs.size() == inputs.size(), "fkh native: a program of ",
+              program->backward->outputs.size(), " inputs given ", inputs.size());
+  std::vector<at::Tensor> tensors;
+  std::vector<int64_t> present;
+  tensors.reserve(inputs.size());
+  present.reserve(inputs.size());
+  for (const auto& t : inputs) {
+    const bool given = t.has_value() && t->defined();
+    present.push_back(given);
+    if (given) tensors.push_back(*t);
+  }
+  return NativeFunction::apply(at::TensorList(tensors), program, floats, ints, present);
+}
+
+using ParamTuple = std::tuple<int64_t, int64_t, int64_t, double>;
+using LaunchTuple = std::tuple<int64_t, std::vector<int64_t>, int64_t, int64_t, std::vector<ParamTuple>, std::string>;
+using AllocTuple = std::tuple<std::vector<int64_t>, c10::ScalarType>;
+
+ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, const std::vector<LaunchTuple>& launches,
+                        std::vector<int64_t> outputs, std::vector<bool> differentiable, std::vector<int64_t> saved,
+                        std::vector<int64_t> rows, std::vector<c10::ScalarType> grad_dtypes,
+                        std::vector<std::vector<int64_t>> grad_sizes, std::vector<std::vector<int64_t>> grad_strides,
+                        std::optional<ProgramPtr> backward) {
+  auto program = c10::make_intrusive<Program>();
+  program->given = given;
+  const int64_t slots = given + static_cast<int64_t>(allocs.size());
+  for (const auto& [sizes, dtype] : allocs) program->allocs.push_back(Alloc{sizes, dtype});
+  for (const auto& [function, grid, threads, shared, params, name] : launches) {
+    TORCH_CHECK(grid.size() == 3, "fkh native: ", name, ": a grid has three dimensions");
+    TORCH_CHECK(params.size() <= kMaxParams, "fkh native: ", name, " has more than ", kMaxParams, " parameters");
+    Launch launch;
+    launch.function = reinterpret_cast<void*>(static_cast<uintptr_t>(function));
+    for (int d = 0; d < 3; ++d) launch.grid[d] = static_cast<unsigned>(grid[d]);
+    launch.threads = static_cast<unsigned>(threads);
+    launch.shared = static_cast<unsigned>(shared);
+    launch.name = name;
+    for (const auto& [kind, index, value, fvalue] : params) {
+      TORCH_CHECK(kind != kTensor || (index >= 0 && index < slots), "fkh native: ", name, " reads slot ", index,
+                  " of ", slots);
+      TORCH_CHECK(kind >= kTensor && kind <= kConstI8, "fkh native: ", name, ": unknown parameter kind ", kind);
+      launch.params.push_back(Param{kind, index, value, fvalue});
+    }
+    program->launches.push_back(std::move(launch));
+  }
+  for (int64_t slot : outputs) TORCH_CHECK(slot < slots, "fkh native: output slot ", slot, " of ", slots);
+  for (int64_t slot : saved) TORCH_CHECK(slot >= 0 && slot < slots, "fkh native: saved slot ", slot, " of ", slots);
+  TORCH_CHECK(differentiable.empty() || differentiable.size() == outputs.size(),
+              "fkh native: one differentiable flag per output");
+  TORCH_CHECK(rows.empty() || rows.size() == outputs.size(), "fkh native: one row per gradient");
+  program->outputs = std::move(outputs);
+  program->differentiable = differentiable.empty() ? std::vector<bool>(program->outputs.size(), true)
+                                                    : std::move(differentiable);
+  program->saved = std::move(saved);
+  program->rows = rows.empty() ? std::vector<int64_t>(program->outputs.size(), -1) : std::move(rows);
+  program->grad_dtypes = std::move(grad_dtypes);
+  program->grad_sizes = std::move(grad_sizes);
+  program->grad_strides = std::move(grad_strides);
+  if (backward.has_value()) program->backward = *backward;
+  return program;
+}
+
+}  // namespace fkh_native
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "Triton's compiled kernels launched from C++, with a C++ autograd node (kernels/_native.py)";
+  pybind11::class_<fkh_native::Program, fkh_native::ProgramPtr>(m, "Program")
+      .def(pybind11::init(&fkh_native::make_program))
+      .def_property_readonly("launches", [](const fkh_native::Program& p) { return p.launches.size(); })
+      .def_property_readonly("allocations", [](const fkh_native::Program& p) { return p.allocs.size(); });
+  m.def("run", &fkh_native::run, "Run a forward program with no graph recorded; returns its outputs");
+  m.def("apply", &fkh_native::apply, "Run a forward program and record its backward; returns its outputs");
+}
