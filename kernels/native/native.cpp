@@ -20,6 +20,8 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,21 @@ namespace fkh_native {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// Errors are std::runtime_error (Python's RuntimeError). A c10::Error thrown from this module's own
+// code took the process down on the H100 host (torch 2.11) where one thrown by libtorch did not.
+template <typename... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream message;
+  message << "fkh native: ";
+  (message << ... << parts);
+  throw std::runtime_error(message.str());
+}
+
+template <typename... Parts>
+void require(bool condition, const Parts&... parts) {
+  if (!condition) fail(parts...);
+}
 
 // ---- the CUDA driver -------------------------------------------------------------------------
 
@@ -54,7 +71,7 @@ struct Driver {
 template <typename Fn>
 Fn symbol(void* lib, const char* name) {
   auto fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  TORCH_CHECK(fn != nullptr, "fkh native launch: libcuda.so.1 exports no ", name);
+  require(fn != nullptr, "libcuda.so.1 exports no ", name);
   return fn;
 }
 
@@ -62,7 +79,7 @@ const Driver& driver() {
   static const Driver loaded = [] {
     Driver d;
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    TORCH_CHECK(lib != nullptr, "fkh native launch: cannot open libcuda.so.1: ", dlerror());
+    require(lib != nullptr, "cannot open libcuda.so.1: ", dlerror());
     d.launch = symbol<LaunchKernelFn>(lib, "cuLaunchKernel");
     d.error_string = symbol<ErrorStringFn>(lib, "cuGetErrorString");
     d.ctx_get_current = symbol<CtxGetCurrentFn>(lib, "cuCtxGetCurrent");
@@ -79,7 +96,7 @@ void check(const Driver& cuda, CUresult status, const char* what, const std::str
   if (status == 0) return;
   const char* message = "unknown error";
   cuda.error_string(status, &message);
-  TORCH_CHECK(false, "fkh native: ", what, " ", name, " failed: CUDA error ", status, " (", message, ")");
+  fail(what, " ", name, " failed: CUDA error ", status, " (", message, ")");
 }
 
 // Make the device's primary context current on this thread. torch's runtime calls do it lazily, so
@@ -179,7 +196,7 @@ struct Program : torch::CustomClassHolder {
 
   void run(std::vector<at::Tensor>& slots, const std::vector<double>& floats, const std::vector<int64_t>& ints,
            const c10::Device& device) const {
-    TORCH_CHECK(static_cast<int64_t>(slots.size()) == given, "fkh native: a program given ", given,
+    require(static_cast<int64_t>(slots.size()) == given, "a program given ", given,
                 " tensors got ", slots.size());
     const auto options = at::TensorOptions().device(device);
     for (const auto& alloc : allocs) {
@@ -201,9 +218,9 @@ struct Program : torch::CustomClassHolder {
           case kTensor: {
             const at::Tensor& t = slots[p.index];
             v.pointer = t.data_ptr();
-            TORCH_CHECK(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, "fkh native: ",
-                        launch.name, " was compiled for a 16-byte aligned argument ", i,
-                        " and got a misaligned tensor (slot ", p.index, ")");
+            require(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, launch.name,
+                    " was compiled for a 16-byte aligned argument ", i, " and got a misaligned tensor (slot ", p.index,
+                    ")");
             break;
           }
           case kConstI8: v.i8 = static_cast<int8_t>(p.value); break;
@@ -218,7 +235,7 @@ struct Program : torch::CustomClassHolder {
           case kIntArgI64: v.i64 = ints.at(p.index); break;
           case kIntArgU64: v.u64 = static_cast<uint64_t>(ints.at(p.index)); break;
           case kNull: v.pointer = nullptr; break;
-          default: TORCH_CHECK(false, "fkh native: unknown parameter kind ", p.kind);
+          default: fail("unknown parameter kind ", p.kind);
         }
         pointers[i] = &v;
       }
@@ -236,7 +253,7 @@ c10::Device call_device(at::TensorList tensors) {
   for (const auto& t : tensors) {
     if (t.defined()) return t.device();
   }
-  TORCH_CHECK(false, "fkh native: a call with no tensor");
+  fail("a call with no tensor");
 }
 
 // ---- autograd --------------------------------------------------------------------------------
@@ -276,7 +293,7 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
     const auto ints = ctx->saved_data["ints"].toIntVector();
     const auto present = ctx->saved_data["present"].toIntVector();
     std::vector<at::Tensor> slots = ctx->get_saved_variables();
-    TORCH_CHECK(grads.size() == program.grad_dtypes.size(), "fkh native: ", grads.size(),
+    require(grads.size() == program.grad_dtypes.size(), "", grads.size(),
                 " output gradients where the program takes ", program.grad_dtypes.size());
     for (size_t i = 0; i < grads.size(); ++i) {
       at::Tensor g = grads[i];
@@ -335,8 +352,8 @@ std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::op
 // A call that records its backward (the program must have one).
 std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
                               const std::vector<double>& floats, const std::vector<int64_t>& ints) {
-  TORCH_CHECK(program->backward, "fkh native: apply() needs a program with a backward");
-  TORCH_CHECK(program->backward->outputs.size() == inputs.size(), "fkh native: a program of ",
+  require(program->backward, "apply() needs a program with a backward");
+  require(program->backward->outputs.size() == inputs.size(), "a program of ",
               program->backward->outputs.size(), " inputs given ", inputs.size());
   std::vector<at::Tensor> tensors;
   std::vector<int64_t> present;
@@ -364,8 +381,8 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
   const int64_t slots = given + static_cast<int64_t>(allocs.size());
   for (const auto& [sizes, dtype] : allocs) program->allocs.push_back(Alloc{sizes, dtype});
   for (const auto& [function, grid, threads, shared, params, name] : launches) {
-    TORCH_CHECK(grid.size() == 3, "fkh native: ", name, ": a grid has three dimensions");
-    TORCH_CHECK(params.size() <= kMaxParams, "fkh native: ", name, " has more than ", kMaxParams, " parameters");
+    require(grid.size() == 3, "", name, ": a grid has three dimensions");
+    require(params.size() <= kMaxParams, "", name, " has more than ", kMaxParams, " parameters");
     Launch launch;
     launch.function = reinterpret_cast<void*>(static_cast<uintptr_t>(function));
     for (int d = 0; d < 3; ++d) launch.grid[d] = static_cast<unsigned>(grid[d]);
@@ -373,18 +390,18 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
     launch.shared = static_cast<unsigned>(shared);
     launch.name = name;
     for (const auto& [kind, index, value, fvalue] : params) {
-      TORCH_CHECK(kind != kTensor || (index >= 0 && index < slots), "fkh native: ", name, " reads slot ", index,
+      require(kind != kTensor || (index >= 0 && index < slots), "", name, " reads slot ", index,
                   " of ", slots);
-      TORCH_CHECK(kind >= kTensor && kind <= kConstI8, "fkh native: ", name, ": unknown parameter kind ", kind);
+      require(kind >= kTensor && kind <= kConstI8, "", name, ": unknown parameter kind ", kind);
       launch.params.push_back(Param{kind, index, value, fvalue});
     }
     program->launches.push_back(std::move(launch));
   }
-  for (int64_t slot : outputs) TORCH_CHECK(slot < slots, "fkh native: output slot ", slot, " of ", slots);
-  for (int64_t slot : saved) TORCH_CHECK(slot >= 0 && slot < slots, "fkh native: saved slot ", slot, " of ", slots);
-  TORCH_CHECK(differentiable.empty() || differentiable.size() == outputs.size(),
-              "fkh native: one differentiable flag per output");
-  TORCH_CHECK(rows.empty() || rows.size() == outputs.size(), "fkh native: one row per gradient");
+  for (int64_t slot : outputs) require(slot < slots, "output slot ", slot, " of ", slots);
+  for (int64_t slot : saved) require(slot >= 0 && slot < slots, "saved slot ", slot, " of ", slots);
+  require(differentiable.empty() || differentiable.size() == outputs.size(),
+          "one differentiable flag per output");
+  require(rows.empty() || rows.size() == outputs.size(), "one row per gradient");
   program->outputs = std::move(outputs);
   program->differentiable = differentiable.empty() ? std::vector<bool>(program->outputs.size(), true)
                                                     : std::move(differentiable);

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernels import _launch
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -49,7 +51,7 @@ MUTANTS = (
         module="kernels._norm",
         original="y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)",
         replacement="y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)",
-        users=("kernels.layer_norm",),
+        users=("kernels.layer_norm", "kernels._norm_native"),
         spec="layer_norm",
         check="forward",
         dtype="float32",
@@ -62,7 +64,7 @@ MUTANTS = (
         module="kernels._norm",
         original="part_row = group.to(tl.int64) * n_cols + start",
         replacement="part_row = start + 0 * group",
-        users=("kernels.rms_norm",),
+        users=("kernels.rms_norm", "kernels._norm_native"),
         spec="rms_norm",
         check="backward",
         dtype="float32",
@@ -110,6 +112,8 @@ def planted(mutant: Mutant, monkeypatch) -> Iterator[object]:
         spec = importlib.util.spec_from_file_location(name, file)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
+        # plans (and native programs) built from the original kernels must not serve the mutant's calls
+        _launch.forget_plans()
         try:
             spec.loader.exec_module(module)
             attribute = mutant.module.rsplit(".", 1)[-1]
@@ -118,3 +122,4 @@ def planted(mutant: Mutant, monkeypatch) -> Iterator[object]:
             yield module
         finally:
             sys.modules.pop(name, None)
+            _launch.forget_plans()

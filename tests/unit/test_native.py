@@ -1,0 +1,161 @@
+"""The native host path (kernels/_native.py): how launches are recorded for C++, when the path is
+on, and, on a GPU, that it computes bitwise what the Python path computes, forward and backward."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from kernels import _launch, _native
+
+GPU_REASON = "the native path launches compiled kernels: it needs a CUDA device (it is off under the interpreter)"
+
+
+def _launcher(signature: dict, tail: tuple, grid=(3, 2, 1), **metadata) -> _launch.Launcher:
+    meta = dict(num_warps=4, shared=1024, num_ctas=1, launch_pdl=False, launch_cooperative_grid=False,
+                global_scratch_size=0, profile_scratch_size=0, tensordesc_meta=[], name="k")
+    meta.update(metadata)
+    compiled = types.SimpleNamespace(src=types.SimpleNamespace(signature=signature),
+                                     metadata=types.SimpleNamespace(**meta), name="k")
+    return _launch.Launcher(None, grid, 1234, None, tail, 0, None, None, None, compiled)
+
+
+SIGNATURE = {"x": "*fp32", "y": "*bf16", "eps": "fp32", "n": "i32", "seed": "i64", "scale": "fp64", "BLOCK": "constexpr"}
+
+
+def test_a_launch_is_recorded_as_the_kernel_s_parameters_in_order_then_two_null_scratch_pointers():
+    record = _native.Builder(1)
+    (x,) = record.given
+    y = record.empty((4, 8), torch.bfloat16)
+    record.launch(_launcher(SIGNATURE, (7, record.int_arg(1), 0.5, 64)), x, y, record.float_arg(0))
+    function, grid, threads, shared, params, name = record.launches[0]
+    assert (function, grid, threads, shared, name) == (1234, [3, 2, 1], 128, 1024, "k")
+    assert params == [
+        (_native.TENSOR, 0, 1, 0.0), (_native.TENSOR, 1, 1, 0.0), (_native.FLOAT_F32, 0, 0, 0.0),
+        (_native.CONST_I32, 0, 7, 0.0), (_native.INT_I64, 1, 0, 0.0), (_native.CONST_F64, 0, 0, 0.5),
+        (_native.NULL, 0, 0, 0.0), (_native.NULL, 0, 0, 0.0),
+    ]
+    assert record.allocs == [([4, 8], torch.bfloat16)]
+
+
+@pytest.mark.parametrize("metadata, why", [
+    ({"num_ctas": 2}, "num_ctas"),
+    ({"global_scratch_size": 256}, "global_scratch_size"),
+    ({"profile_scratch_size": 8}, "profile_scratch_size"),
+    ({"launch_pdl": True}, "launch_pdl"),
+    ({"tensordesc_meta": [{"swizzle": 128}]}, "tensor descriptors"),
+])
+def test_a_launch_that_needs_more_than_cu_launch_kernel_is_not_recorded(metadata, why):
+    record = _native.Builder(2)
+    with pytest.raises(_native.Unsupported, match=why):
+        record.launch(_launcher(SIGNATURE, (7, 3, 0.5, 64), **metadata), *record.given, 1e-5)
+
+
+@pytest.mark.parametrize("head, why", [
+    ((0, "slot", 1e-5), "pointer argument 0 is 0, not a slot"),
+    (("slot", "slot", "slot"), "argument 2 of type 'fp32' given a tensor"),
+    (("slot", "slot", _native.Builder.int_arg(0)), "argument 2 of type 'fp32' given a per-call int"),
+    (("slot", "slot", "text"), "argument 2 of type 'fp32' = 'text'"),
+])
+def test_an_argument_the_kernel_cannot_take_is_refused_by_position(head, why):
+    record = _native.Builder(1)
+    head = tuple(record.given[0] if h == "slot" else h for h in head)
+    with pytest.raises(_native.Unsupported, match=why):
+        record.launch(_launcher(SIGNATURE, (7, 3, 0.5, 64)), *head)
+
+
+def test_a_launch_whose_arguments_do_not_match_the_signature_is_refused():
+    record = _native.Builder(2)
+    with pytest.raises(_native.Unsupported, match="6 arguments for a signature of 7"):
+        record.launch(_launcher(SIGNATURE, (7, 3, 0.5)), *record.given, 1e-5)
+
+
+def test_a_launch_through_triton_s_own_path_is_not_recorded():
+    through_triton = _launch._TritonLaunch(None, (1,), (), {})
+    with pytest.raises(_native.Unsupported, match="Triton's own launch path"):
+        _native.Builder(0).launch(through_triton)
+
+
+def test_a_bad_setting_of_the_switch_is_an_error_naming_it(monkeypatch):
+    monkeypatch.setattr(_native, "_STATE", [])
+    monkeypatch.setenv("HARNESS_NATIVE", "sometimes")
+    with pytest.raises(ValueError, match="HARNESS_NATIVE='sometimes'"):
+        _native.enabled()
+
+
+def test_the_switch_turns_the_native_path_off(monkeypatch):
+    monkeypatch.setattr(_native, "_STATE", [])
+    monkeypatch.setenv("HARNESS_NATIVE", "0")
+    assert not _native.enabled()
+
+
+# -- on a GPU ------------------------------------------------------------------------------------
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason=GPU_REASON)
+
+
+def _ops():
+    from kernels.layer_norm import layer_norm
+    from kernels.rms_norm import rms_norm
+    from kernels.softmax import softmax
+
+    return {
+        "layer_norm": (lambda x, w, b: layer_norm(x, w, b), 3),
+        "layer_norm without affine": (lambda x: layer_norm(x), 1),
+        "rms_norm with offset": (lambda x, w: rms_norm(x, w, 1e-6, 1.0), 2),
+        "softmax": (lambda x: softmax(x), 1),
+    }
+
+
+def _call(fn, args, grad_dtype, expand_grad, native: bool):
+    saved = _native._STATE[:]
+    if not native:
+        _native._STATE[:] = [None]
+    try:
+        y = fn(*args)
+        # (a 16-bit linspace of this many points holds NaNs: it is made in fp32 and rounded)
+        g = torch.ones((), dtype=grad_dtype, device=y.device).expand(y.shape) if expand_grad else \
+            torch.linspace(-2, 2, y.numel(), device=y.device).reshape(y.shape).to(grad_dtype)
+        if y.requires_grad:
+            y.backward(g)
+        return y
+    finally:
+        _native._STATE[:] = saved
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["layer_norm", "layer_norm without affine", "rms_norm with offset", "softmax"])
+@pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((3, 5, 130), torch.float32),
+                                          ((33, 5000), torch.float16), ((2, 16384), torch.bfloat16)])
+@pytest.mark.parametrize("grads", ["all", "x only", "none", "fp32 grad", "expanded grad"])
+def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape, dtype, grads):
+    assert _native.enabled(), "the native extension did not build on this CUDA machine"
+    fn, arity = _ops()[name]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    base = [torch.randn(shape, device="cuda", dtype=dtype, generator=gen)]
+    base += [torch.randn(shape[-1], device="cuda", dtype=dtype, generator=gen) for _ in range(arity - 1)]
+    results = []
+    for native in (True, False):
+        args = [t.clone().requires_grad_(grads in ("all", "fp32 grad", "expanded grad") or (i == 0 and grads == "x only"))
+                for i, t in enumerate(base)]
+        y = _call(fn, args, torch.float32 if grads == "fp32 grad" else dtype, grads == "expanded grad", native)
+        if native and grads != "none":
+            assert type(y.grad_fn).__name__ == "CppFunction", "the call did not take the native path"
+        results.append([y.detach(), *[a.grad for a in args]])
+    for ours, python in zip(*results):
+        assert (ours is None) == (python is None)
+        if ours is not None:
+            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
+def test_a_program_refuses_a_misaligned_tensor_in_place_of_the_aligned_one_it_was_built_for():
+    from kernels import softmax as module
+
+    x = torch.randn(8, 64, device="cuda")
+    program = module._native_program(x, False)
+    misaligned = torch.randn(8 * 64 + 1, device="cuda")[1:].view(8, 64)
+    with pytest.raises(RuntimeError, match="misaligned"):
+        _native.run(program, [misaligned], [], [])
