@@ -90,7 +90,9 @@ def _load() -> Any:
 
 
 def module() -> Any:
-    """The loaded extension (call :func:`enabled` first)."""
+    """The loaded extension; RuntimeError where the native path is off (:func:`enabled`)."""
+    if not enabled():
+        raise RuntimeError(f"the native launch path is off here ({ENV}, the interpreter, no CUDA, or a failed build)")
     return _STATE[0]
 
 

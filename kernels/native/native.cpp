@@ -20,7 +20,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-#include <sstream>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,20 +30,28 @@ namespace fkh_native {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Errors are std::runtime_error (Python's RuntimeError). A c10::Error thrown from this module's own
-// code took the process down on the H100 host (torch 2.11) where one thrown by libtorch did not.
-template <typename... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream message;
-  message << "fkh native: ";
-  (message << ... << parts);
-  throw std::runtime_error(message.str());
+// Errors are std::runtime_error (Python's RuntimeError) with messages built from std::string and
+// std::to_string. No iostream: torch's extension build on the GPU hosts links this module with its
+// own copy of libstdc++, whose stream locale is never set up, so formatting a number through an
+// ostream (TORCH_CHECK's message, std::ostringstream) crashed the process (H100 host, torch 2.11).
+inline void append(std::string& out, const char* part) { out += part != nullptr ? part : "(null)"; }
+inline void append(std::string& out, const std::string& part) { out += part; }
+template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+void append(std::string& out, T part) {
+  out += std::to_string(part);
 }
 
 template <typename... Parts>
-void require(bool condition, const Parts&... parts) {
-  if (!condition) fail(parts...);
+std::string text(const Parts&... parts) {
+  std::string message = "fkh native: ";
+  (append(message, parts), ...);
+  return message;
 }
+
+#define FKH_REQUIRE(condition, ...) \
+  do {                                                   \
+    if (!(condition)) throw std::runtime_error(text(__VA_ARGS__)); \
+  } while (0)
 
 // ---- the CUDA driver -------------------------------------------------------------------------
 
@@ -71,15 +79,16 @@ struct Driver {
 template <typename Fn>
 Fn symbol(void* lib, const char* name) {
   auto fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  require(fn != nullptr, "libcuda.so.1 exports no ", name);
+  FKH_REQUIRE(fn != nullptr, "libcuda.so.1 exports no ", name);
   return fn;
 }
 
 const Driver& driver() {
   static const Driver loaded = [] {
     Driver d;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    require(lib != nullptr, "cannot open libcuda.so.1: ", dlerror());
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);  // loaded by torch and Triton already
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    FKH_REQUIRE(lib != nullptr, "cannot open libcuda.so.1: ", dlerror());
     d.launch = symbol<LaunchKernelFn>(lib, "cuLaunchKernel");
     d.error_string = symbol<ErrorStringFn>(lib, "cuGetErrorString");
     d.ctx_get_current = symbol<CtxGetCurrentFn>(lib, "cuCtxGetCurrent");
@@ -96,7 +105,7 @@ void check(const Driver& cuda, CUresult status, const char* what, const std::str
   if (status == 0) return;
   const char* message = "unknown error";
   cuda.error_string(status, &message);
-  fail(what, " ", name, " failed: CUDA error ", status, " (", message, ")");
+  throw std::runtime_error(text(what, " ", name, " failed: CUDA error ", status, " (", message, ")"));
 }
 
 // Make the device's primary context current on this thread. torch's runtime calls do it lazily, so
@@ -196,7 +205,7 @@ struct Program : torch::CustomClassHolder {
 
   void run(std::vector<at::Tensor>& slots, const std::vector<double>& floats, const std::vector<int64_t>& ints,
            const c10::Device& device) const {
-    require(static_cast<int64_t>(slots.size()) == given, "a program given ", given,
+    FKH_REQUIRE(static_cast<int64_t>(slots.size()) == given, "a program given ", given,
                 " tensors got ", slots.size());
     const auto options = at::TensorOptions().device(device);
     for (const auto& alloc : allocs) {
@@ -218,7 +227,7 @@ struct Program : torch::CustomClassHolder {
           case kTensor: {
             const at::Tensor& t = slots[p.index];
             v.pointer = t.data_ptr();
-            require(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, launch.name,
+            FKH_REQUIRE(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, launch.name,
                     " was compiled for a 16-byte aligned argument ", i, " and got a misaligned tensor (slot ", p.index,
                     ")");
             break;
@@ -235,7 +244,7 @@ struct Program : torch::CustomClassHolder {
           case kIntArgI64: v.i64 = ints.at(p.index); break;
           case kIntArgU64: v.u64 = static_cast<uint64_t>(ints.at(p.index)); break;
           case kNull: v.pointer = nullptr; break;
-          default: fail("unknown parameter kind ", p.kind);
+          default: throw std::runtime_error(text("unknown parameter kind ", p.kind));
         }
         pointers[i] = &v;
       }
@@ -253,7 +262,7 @@ c10::Device call_device(at::TensorList tensors) {
   for (const auto& t : tensors) {
     if (t.defined()) return t.device();
   }
-  fail("a call with no tensor");
+  throw std::runtime_error(text("a call with no tensor"));
 }
 
 // ---- autograd --------------------------------------------------------------------------------
@@ -293,7 +302,7 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
     const auto ints = ctx->saved_data["ints"].toIntVector();
     const auto present = ctx->saved_data["present"].toIntVector();
     std::vector<at::Tensor> slots = ctx->get_saved_variables();
-    require(grads.size() == program.grad_dtypes.size(), "", grads.size(),
+    FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "", grads.size(),
                 " output gradients where the program takes ", program.grad_dtypes.size());
     for (size_t i = 0; i < grads.size(); ++i) {
       at::Tensor g = grads[i];
@@ -352,8 +361,8 @@ std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::op
 // A call that records its backward (the program must have one).
 std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
                               const std::vector<double>& floats, const std::vector<int64_t>& ints) {
-  require(program->backward, "apply() needs a program with a backward");
-  require(program->backward->outputs.size() == inputs.size(), "a program of ",
+  FKH_REQUIRE(program->backward, "apply() needs a program with a backward");
+  FKH_REQUIRE(program->backward->outputs.size() == inputs.size(), "a program of ",
               program->backward->outputs.size(), " inputs given ", inputs.size());
   std::vector<at::Tensor> tensors;
   std::vector<int64_t> present;
@@ -381,8 +390,8 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
   const int64_t slots = given + static_cast<int64_t>(allocs.size());
   for (const auto& [sizes, dtype] : allocs) program->allocs.push_back(Alloc{sizes, dtype});
   for (const auto& [function, grid, threads, shared, params, name] : launches) {
-    require(grid.size() == 3, "", name, ": a grid has three dimensions");
-    require(params.size() <= kMaxParams, "", name, " has more than ", kMaxParams, " parameters");
+    FKH_REQUIRE(grid.size() == 3, "", name, ": a grid has three dimensions");
+    FKH_REQUIRE(params.size() <= kMaxParams, "", name, " has more than ", kMaxParams, " parameters");
     Launch launch;
     launch.function = reinterpret_cast<void*>(static_cast<uintptr_t>(function));
     for (int d = 0; d < 3; ++d) launch.grid[d] = static_cast<unsigned>(grid[d]);
@@ -390,18 +399,18 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
     launch.shared = static_cast<unsigned>(shared);
     launch.name = name;
     for (const auto& [kind, index, value, fvalue] : params) {
-      require(kind != kTensor || (index >= 0 && index < slots), "", name, " reads slot ", index,
+      FKH_REQUIRE(kind != kTensor || (index >= 0 && index < slots), "", name, " reads slot ", index,
                   " of ", slots);
-      require(kind >= kTensor && kind <= kConstI8, "", name, ": unknown parameter kind ", kind);
+      FKH_REQUIRE(kind >= kTensor && kind <= kConstI8, "", name, ": unknown parameter kind ", kind);
       launch.params.push_back(Param{kind, index, value, fvalue});
     }
     program->launches.push_back(std::move(launch));
   }
-  for (int64_t slot : outputs) require(slot < slots, "output slot ", slot, " of ", slots);
-  for (int64_t slot : saved) require(slot >= 0 && slot < slots, "saved slot ", slot, " of ", slots);
-  require(differentiable.empty() || differentiable.size() == outputs.size(),
+  for (int64_t slot : outputs) FKH_REQUIRE(slot < slots, "output slot ", slot, " of ", slots);
+  for (int64_t slot : saved) FKH_REQUIRE(slot >= 0 && slot < slots, "saved slot ", slot, " of ", slots);
+  FKH_REQUIRE(differentiable.empty() || differentiable.size() == outputs.size(),
           "one differentiable flag per output");
-  require(rows.empty() || rows.size() == outputs.size(), "one row per gradient");
+  FKH_REQUIRE(rows.empty() || rows.size() == outputs.size(), "one row per gradient");
   program->outputs = std::move(outputs);
   program->differentiable = differentiable.empty() ? std::vector<bool>(program->outputs.size(), true)
                                                     : std::move(differentiable);
