@@ -198,23 +198,26 @@ def _param(name: str, position: int, kind: object, value: object) -> tuple:
 def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequence[bool] | None = None,
             saved: Sequence[Slot] = (), backward: Builder | None = None,
             gradients: Sequence[Slot | tuple[Slot, int] | None] = (),
-            grad_layouts: Sequence[tuple[torch.dtype, Sequence[int], Sequence[int]]] = ()) -> Any:
+            grad_layouts: Sequence[tuple[torch.dtype, Sequence[int], Sequence[int]] | None] = ()) -> Any:
     """The C++ program of ``forward`` (returning ``outputs``; ``saved`` what the backward is given
-    first), with ``backward`` (given ``saved``, then one gradient per output laid out as
-    ``grad_layouts``: dtype, sizes, strides) returning ``gradients``: per forward input a slot, a
-    ``(slot, row)`` pair (that row of it), or None."""
+    first), with ``backward`` (given ``saved``, then one gradient per output, laid out as its
+    ``grad_layouts`` entry says: dtype, sizes, strides, or None for a gradient no kernel reads)
+    returning ``gradients``: per forward input a slot, a ``(slot, row)`` pair (that row of it), or
+    None. An unused output's gradient that a kernel reads is zeros."""
     native = module()
     back = None
     if backward is not None:
         slots = [-1 if g is None else (g[0] if isinstance(g, tuple) else g).index for g in gradients]
         rows = [g[1] if isinstance(g, tuple) else -1 for g in gradients]
+        layouts = [layout or (torch.bool, (), ()) for layout in grad_layouts]
         back = native.Program(
             len(backward.given), backward.allocs, backward.launches, slots, [], [], rows,
-            [dtype for dtype, _, _ in grad_layouts], [list(sizes) for _, sizes, _ in grad_layouts],
-            [list(strides) for _, _, strides in grad_layouts], None)
+            [dtype for dtype, _, _ in layouts], [list(sizes) for _, sizes, _ in layouts],
+            [list(strides) for _, _, strides in layouts], [layout is not None for layout in grad_layouts], None)
     return native.Program(
         len(forward.given), forward.allocs, forward.launches, [s.index for s in outputs],
-        list(differentiable) if differentiable is not None else [], [s.index for s in saved], [], [], [], [], back)
+        list(differentiable) if differentiable is not None else [], [s.index for s in saved], [], [], [], [], [],
+        back)
 
 
 def apply(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:

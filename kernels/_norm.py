@@ -59,6 +59,7 @@ approximate on a GPU, which an fp32 output shows); fp16/bf16 results take the fa
 from __future__ import annotations
 
 import functools
+import struct
 from typing import NamedTuple
 
 import torch
@@ -341,7 +342,7 @@ class Dropout(NamedTuple):
     @classmethod
     def of(cls, p: float, seed: int) -> Dropout:
         exact = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-        hi = float(torch.tensor(exact, dtype=torch.float32))
+        hi = struct.unpack("f", struct.pack("f", exact))[0]  # rounded to fp32 (nearest even), no tensor made
         return cls(seed=seed, threshold=round(p * 2**31) - 1, scale=hi, scale_lo=exact - hi)
 
 

@@ -79,27 +79,123 @@ def _program(x, weight, bias, rms: bool, needs: tuple[bool, bool, bool] | None) 
 def _backward(x, weight, bias, plan: _norm._ForwardPlan, rms: bool, needs: tuple[bool, bool, bool]) -> tuple:
     """The backward's recording, given (x, weight or x, stats, dy), and each input's gradient."""
     need_x, need_w, need_b = needs
-    dy = torch.empty_like(x, memory_format=torch.contiguous_format)
-    stats = torch.empty(plan.stats_shape, dtype=plan.stats_dtype, device=x.device)
-    bplan = _norm._BackwardPlan(x, dy, weight, stats, None, None, rms=rms, need_dweight=need_w,
+    recorded = _record_backward(x, weight, plan, rms, None, outputs=1, has_dsum=False, need_dweight=need_w,
                                 need_dbias=need_b and bias is not None, need_dxbias=False)
-    if bplan.copy_src or bplan.copy_dy or bplan.copy_weight or not bplan.launches:
+    if recorded is None:
         return None, None
-    record = _native.Builder(4)
-    xs, ws, stats_s, dys = record.given
-    ws = ws if weight is not None else None
-    w_offset = record.float_arg(1)
-    ds = record.empty(x.shape, x.dtype)
-    partials = record.empty(*bplan.partials_shape)
-    row_sums = record.empty(*bplan.row_sums_shape) if bplan.sums_given else stats_s
-    sums = record.empty((bplan.parts, bplan.n), x.dtype)
-    launches = iter(bplan.launches)
-    if bplan.sums_given:
-        record.launch(next(launches), xs, dys, xs if ws is None else ws, stats_s, row_sums, w_offset)
-    record.launch(next(launches), *bplan._head(xs, dys, dys, ws, stats_s, row_sums, ds, None, partials, w_offset,
-                                               _norm._NO_DROPOUT))
-    if bplan.parts:
-        record.launch(next(launches), partials, sums)
+    record, bplan, ds, _, sums = recorded
     gradients = [ds if need_x else None, (sums, 0) if bplan.need_dweight else None,
                  (sums, int(bplan.need_dweight)) if bplan.need_dbias else None]
     return record, gradients
+
+
+def _record_backward(src, weight, plan: _norm._ForwardPlan, rms: bool, dropout: _norm.Dropout | None, *,
+                     outputs: int, has_dsum: bool, need_dweight: bool, need_dbias: bool, need_dxbias: bool):
+    """``_norm._BackwardPlan``'s launches recorded on slots: given (src, weight or src, stats, then
+    one gradient per forward output: dy first, dsum second where ``has_dsum``). Returns (record,
+    the plan, ds, dx, sums) or None where the plan copies something."""
+    dy = torch.empty_like(src, memory_format=torch.contiguous_format)
+    stats = torch.empty(plan.stats_shape, dtype=plan.stats_dtype, device=src.device)
+    bplan = _norm._BackwardPlan(src, dy, weight, stats, dy if has_dsum else None, dropout, rms=rms,
+                                need_dweight=need_dweight, need_dbias=need_dbias, need_dxbias=need_dxbias)
+    if bplan.copy_src or bplan.copy_dy or bplan.copy_dsum or bplan.copy_weight or not bplan.launches:
+        return None
+    record = _native.Builder(3 + outputs)
+    src_s, ws, stats_s, dys = record.given[:4]
+    dsum = record.given[4] if has_dsum else dys
+    ws = ws if weight is not None else None
+    w_offset = record.float_arg(1)
+    drop = _dropout_args(record) if dropout is not None else _norm._NO_DROPOUT
+    ds = record.empty(src.shape, src.dtype)
+    dx = record.empty(src.shape, src.dtype) if bplan.dropout else None
+    partials = record.empty(*bplan.partials_shape)
+    row_sums = record.empty(*bplan.row_sums_shape) if bplan.sums_given else stats_s
+    sums = record.empty((bplan.parts, bplan.n), src.dtype)
+    launches = iter(bplan.launches)
+    if bplan.sums_given:
+        record.launch(next(launches), src_s, dys, src_s if ws is None else ws, stats_s, row_sums, w_offset)
+    record.launch(next(launches), *bplan._head(src_s, dys, dsum, ws, stats_s, row_sums, ds, dx, partials, w_offset,
+                                               drop))
+    if bplan.parts:
+        record.launch(next(launches), partials, sums)
+    return record, bplan, ds, dx, sums
+
+
+def _dropout_args(record: _native.Builder) -> _norm.Dropout:
+    """Dropout's per-call numbers: ints ``[seed, threshold]``, floats ``[.., .., scale, scale_lo]``."""
+    return _norm.Dropout(seed=record.int_arg(0), threshold=record.int_arg(1), scale=record.float_arg(2),
+                         scale_lo=record.float_arg(3))
+
+
+# -- dropout-add-norm --------------------------------------------------------------------------
+
+_DROPOUT_PLANS = _launch.plan_table()
+
+
+def call_dropout_add(x, residual, bias, weight, norm_bias, dropout: _norm.Dropout, rms: bool, eps: float,
+                     prenorm: bool, return_mask: bool) -> list[torch.Tensor] | None:
+    """``norm(dropout(x + bias) + residual)``'s outputs (y, then s where ``prenorm``, then the mask
+    where ``return_mask``) through the native path, or None where it does not serve the call.
+    Per-call numbers: floats ``[eps, 0, scale, scale_lo]``, ints ``[seed, threshold]``."""
+    if not _native.enabled():
+        return None
+    tensors = (x, residual, bias, weight, norm_bias)
+    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    needs = tuple(t is not None and t.requires_grad for t in tensors) if grad else None
+    key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _norm._rows_key(residual),
+           _norm._vector_key(bias), _norm._vector_key(weight), _norm._vector_key(norm_bias), _norm._dropout_key(dropout),
+           rms, prenorm, return_mask, needs)
+    program = _DROPOUT_PLANS.get(key)
+    if program is None:
+        program = _launch.remember(_DROPOUT_PLANS, key, _dropout_program(
+            x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs))
+    if program is _NONE:
+        return None
+    floats = [eps, 0.0, dropout.scale, dropout.scale_lo]
+    ints = [dropout.seed, dropout.threshold]
+    run = _native.run if needs is None else _native.apply
+    return run(program, [x, residual, bias, weight, norm_bias], floats, ints)
+
+
+def _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs) -> object:
+    if not _served(x, bias, weight, norm_bias) or residual.data_ptr() & 15:
+        return _NONE
+    grad = needs is not None
+    plan = _norm._ForwardPlan(x, weight, norm_bias, residual, bias, dropout, rms=rms, store_sum=grad or prenorm,
+                              store_mask=return_mask, store_stats=grad)
+    if plan.copy_x or plan.copy_residual or plan.copy_vectors or plan.launch is None:
+        return _NONE
+    forward = _native.Builder(5)
+    xs, res, bs, ws, nbs = forward.given
+    bs, ws, nbs = (slot if t is not None else None for slot, t in ((bs, bias), (ws, weight), (nbs, norm_bias)))
+    y = forward.empty(x.shape, x.dtype)
+    stats = forward.empty(plan.stats_shape, plan.stats_dtype) if grad else None
+    s = forward.empty(x.shape, x.dtype) if plan.store_sum else None
+    mask = forward.empty(x.shape, torch.bool) if return_mask else None
+    outputs = [y] + ([s] if prenorm else []) + ([mask] if return_mask else [])
+    differentiable = [True] + ([True] if prenorm else []) + ([False] if return_mask else [])
+    try:
+        forward.launch(plan.launch, *plan._head(xs, res, ws, nbs, bs, y, s, mask, stats, forward.float_arg(0),
+                                                forward.float_arg(1), _dropout_args(forward)))
+        if not grad:
+            return _native.program(forward, outputs, differentiable=differentiable)
+        need_x, need_res, need_bias, need_w, need_nb = needs
+        s_like = torch.empty_like(x, memory_format=torch.contiguous_format)  # the backward reads s, not x
+        recorded = _record_backward(s_like, weight, plan, rms, dropout, outputs=len(outputs), has_dsum=prenorm,
+                                    need_dweight=need_w, need_dbias=need_nb and norm_bias is not None,
+                                    need_dxbias=need_bias and bias is not None)
+    except _native.Unsupported:
+        return _NONE
+    if recorded is None:
+        return _NONE
+    record, bplan, ds, dx, sums = recorded
+    rows = iter(range(bplan.parts))
+    dweight = (sums, next(rows)) if bplan.need_dweight else None
+    dbias = (sums, next(rows)) if bplan.need_dbias else None
+    dxbias = (sums, next(rows)) if bplan.need_dxbias else None
+    gradients = [dx if need_x else None, ds if need_res else None, dxbias, dweight, dbias]
+    contiguous = torch.empty_like(x, memory_format=torch.contiguous_format).stride()
+    layouts = [(x.dtype, x.shape, contiguous)] + ([(x.dtype, x.shape, contiguous)] if prenorm else []) + \
+        ([None] if return_mask else [])
+    return _native.program(forward, outputs, differentiable=differentiable, saved=[s, ws if ws is not None else s, stats],
+                           backward=record, gradients=gradients, grad_layouts=layouts)

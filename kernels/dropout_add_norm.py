@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _ops
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape
 
 OP = "dropout_add_norm"
@@ -179,6 +179,10 @@ def dropout_add_norm(
         outputs = (y,) + ((s,) if prenorm else ()) + ((mask,) if return_mask else ())
         return outputs[0] if len(outputs) == 1 else outputs
     dropout = _norm.Dropout.of(p, seed)
+    outputs = _norm_native.call_dropout_add(x, residual, bias, weight, norm_bias, dropout, rms, eps, prenorm,
+                                            return_mask)  # C++ host path (kernels/_native.py)
+    if outputs is not None:
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
         outputs = _DropoutAddNorm.apply(*tensors, dropout, rms, eps, prenorm, return_mask)
     else:  # no graph: skip autograd's overhead and the statistics, and write s only when it is returned

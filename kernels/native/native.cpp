@@ -199,6 +199,7 @@ struct Program : torch::CustomClassHolder {
   std::vector<int64_t> rows;
   // backward: the layout the kernels read each output gradient in (it is copied into it if not)
   std::vector<c10::ScalarType> grad_dtypes;
+  std::vector<bool> grad_read;  // backward: whether its kernels read each output gradient
   std::vector<std::vector<int64_t>> grad_sizes;
   std::vector<std::vector<int64_t>> grad_strides;
   c10::intrusive_ptr<Program> backward;
@@ -289,6 +290,7 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
     ctx->saved_data["floats"] = floats;
     ctx->saved_data["ints"] = ints;
     ctx->saved_data["present"] = present;
+    ctx->set_materialize_grads(false);  // an unused output's gradient is made (zeros) only where a kernel reads it
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!program->differentiable[i]) ctx->mark_non_differentiable({outputs[i]});
     }
@@ -302,11 +304,15 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
     const auto ints = ctx->saved_data["ints"].toIntVector();
     const auto present = ctx->saved_data["present"].toIntVector();
     std::vector<at::Tensor> slots = ctx->get_saved_variables();
-    FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "", grads.size(),
+    FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "a backward given ", grads.size(),
                 " output gradients where the program takes ", program.grad_dtypes.size());
     for (size_t i = 0; i < grads.size(); ++i) {
       at::Tensor g = grads[i];
-      if (!g.defined()) {  // a non-differentiable output
+      if (!program.grad_read[i]) {  // a gradient no kernel reads (a non-differentiable output's)
+        slots.emplace_back();
+        continue;
+      }
+      if (!g.defined()) {  // an output that went unused: its gradient is zero
         g = at::zeros(program.grad_sizes[i], slots.at(0).options().dtype(program.grad_dtypes[i]));
       }
       // the kernels were compiled for this layout: a gradient of another dtype, layout or
@@ -384,7 +390,7 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
                         std::vector<int64_t> outputs, std::vector<bool> differentiable, std::vector<int64_t> saved,
                         std::vector<int64_t> rows, std::vector<c10::ScalarType> grad_dtypes,
                         std::vector<std::vector<int64_t>> grad_sizes, std::vector<std::vector<int64_t>> grad_strides,
-                        std::optional<ProgramPtr> backward) {
+                        std::vector<bool> grad_read, std::optional<ProgramPtr> backward) {
   auto program = c10::make_intrusive<Program>();
   program->given = given;
   const int64_t slots = given + static_cast<int64_t>(allocs.size());
@@ -419,6 +425,10 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
   program->grad_dtypes = std::move(grad_dtypes);
   program->grad_sizes = std::move(grad_sizes);
   program->grad_strides = std::move(grad_strides);
+  FKH_REQUIRE(grad_read.size() == program->grad_dtypes.size() && program->grad_sizes.size() == grad_read.size() &&
+                  program->grad_strides.size() == grad_read.size(),
+              "one gradient layout per output");
+  program->grad_read = std::move(grad_read);
   if (backward.has_value()) program->backward = *backward;
   return program;
 }

@@ -151,6 +151,50 @@ def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape,
 
 
 @needs_gpu
+@pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((3, 5, 130), torch.float32),
+                                          ((33, 5000), torch.float16)])
+@pytest.mark.parametrize("options", [
+    dict(norm="layer", p=0.25, seed=77),
+    dict(norm="rms", p=0.5, seed=2**40 + 5, prenorm=True),
+    dict(norm="layer", p=1.0, seed=3, prenorm=True, return_mask=True),
+    dict(norm="layer", p=0.1, seed=9, prenorm=True, return_mask=True, unused_y=True),
+])
+def test_dropout_add_norm_s_native_path_computes_bitwise_what_the_python_path_does(shape, dtype, options):
+    from kernels.dropout_add_norm import dropout_add_norm
+
+    assert _native.enabled(), "the native extension did not build on this CUDA machine"
+    options = dict(options)
+    unused_y = options.pop("unused_y", False)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    n = shape[-1]
+    base = [torch.randn(shape, device="cuda", dtype=dtype, generator=gen) for _ in range(2)]
+    base += [torch.randn(n, device="cuda", dtype=dtype, generator=gen) for _ in range(3)]
+    if options["norm"] == "rms":
+        base[4] = None
+    results = []
+    for native in (True, False):
+        saved = _native._STATE[:]
+        if not native:
+            _native._STATE[:] = [None]
+        try:
+            args = [t.clone().requires_grad_(True) if t is not None else None for t in base]
+            outputs = dropout_add_norm(*args, **options)
+            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            differentiable = [o for o in outputs if o.requires_grad][int(unused_y):]
+            grads = [torch.linspace(-1, 1, o.numel(), device="cuda").reshape(o.shape).to(dtype) for o in differentiable]
+            torch.autograd.backward(differentiable, grads)
+        finally:
+            _native._STATE[:] = saved
+        if native:
+            assert type(outputs[0].grad_fn).__name__ == "CppFunction", "the call did not take the native path"
+        results.append([o.detach() for o in outputs] + [a.grad if a is not None else None for a in args])
+    for ours, python in zip(*results):
+        assert (ours is None) == (python is None)
+        if ours is not None:
+            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
 def test_a_program_refuses_a_misaligned_tensor_in_place_of_the_aligned_one_it_was_built_for():
     from kernels import softmax as module
 
