@@ -15,6 +15,7 @@
 
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <dlfcn.h>
@@ -342,6 +343,26 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
       }
     }
     result.resize(result.size() + 4);
+    // create_graph=True with gradients that need gradients: the kernels' gradients have no graph
+    // of their own. As Python's once_differentiable does, they get a node that raises if anything
+    // differentiates through them, instead of a silently wrong second derivative.
+    bool differentiated = false;
+    for (const auto& g : grads) differentiated = differentiated || (g.defined() && g.requires_grad());
+    if (at::GradMode::is_enabled() && differentiated) {
+      variable_list defined;
+      std::vector<size_t> where;
+      for (size_t i = 0; i < result.size(); ++i) {
+        if (!result[i].defined()) continue;
+        defined.push_back(result[i].detach().requires_grad_(true));
+        where.push_back(i);
+      }
+      auto error = std::make_shared<torch::autograd::DelayedError>(
+          "fkh native: this kernel's backward is not differentiable (a second derivative through it, "
+          "create_graph=True, needs the eager reference)",
+          static_cast<int64_t>(defined.size()));
+      variable_list wrapped = (*error)(std::move(defined));
+      for (size_t k = 0; k < where.size(); ++k) result[where[k]] = wrapped[k];
+    }
     return result;
   }
 };

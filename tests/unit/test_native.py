@@ -203,3 +203,15 @@ def test_a_program_refuses_a_misaligned_tensor_in_place_of_the_aligned_one_it_wa
     misaligned = torch.randn(8 * 64 + 1, device="cuda")[1:].view(8, 64)
     with pytest.raises(RuntimeError, match="misaligned"):
         _native.run(program, [misaligned], [], [])
+
+
+@needs_gpu
+def test_a_second_derivative_through_the_native_node_raises_as_once_differentiable_does():
+    from kernels.layer_norm import layer_norm
+
+    assert _native.enabled()
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    y = layer_norm(x)
+    (gx,) = torch.autograd.grad(y, x, torch.ones_like(y, requires_grad=True), create_graph=True)
+    with pytest.raises(RuntimeError, match="backward is not differentiable"):
+        gx.sum().backward()
