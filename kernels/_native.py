@@ -25,6 +25,13 @@ entry point's own checks and its plan lookup. The launch is the one Triton's lau
 kernel's non-constexpr arguments in order, then its scratch pointers (null: a kernel that needs
 scratch memory, several CTAs, PDL or a cooperative grid is not recorded, and keeps Triton's path).
 
+What ``HARNESS_CHECK_LAUNCH=1`` checks on the Python path (that a launch's arguments specialise
+as those it was compiled for) holds here by construction, and is checked where it can fail: sizes
+and strides are constants of the program (an op's key covers them), a per-call int must be a
+``do_not_specialize`` parameter or take its range from the key, a float never specialises, and
+every tensor argument's 16-byte alignment is checked in C++ at every launch (a misaligned one
+raises, naming the kernel and the argument).
+
 The native path is on where the extension can be built and loaded: a CUDA machine (it needs a
 C++ compiler and torch's headers, no CUDA toolkit; ``kernels/cuda/_build.py`` caches the build).
 ``HARNESS_NATIVE=0`` turns it off (to compare, or to rule it out). Under the interpreter it is
@@ -166,10 +173,15 @@ def _launch_record(launcher: object, head: tuple) -> tuple:
     args = (*head, *launcher.tail)
     if len(types) != len(args):
         raise Unsupported(f"{name}: {len(args)} arguments for a signature of {len(types)}")
+    loose = {i for i, p in enumerate(getattr(getattr(compiled.src, "fn", None), "params", ()))
+             if getattr(p, "do_not_specialize", False)}
     params = []
     for position, (kind, value) in enumerate(zip(types, args)):
         if kind == "constexpr":
             continue
+        if isinstance(value, Arg) and value.kind == "int" and position not in loose:
+            # Triton would compile another variant for a value of 1 or a multiple of 16
+            raise Unsupported(f"{name}: per-call int argument {position} is not a do_not_specialize parameter")
         params.append(_param(name, position, kind, value))
     params += [(NULL, 0, 0, 0.0), (NULL, 0, 0, 0.0)]  # global and profile scratch: none
     grid = list(launcher.grid)

@@ -13,11 +13,12 @@ from kernels import _launch, _native
 GPU_REASON = "the native path launches compiled kernels: it needs a CUDA device (it is off under the interpreter)"
 
 
-def _launcher(signature: dict, tail: tuple, grid=(3, 2, 1), **metadata) -> _launch.Launcher:
+def _launcher(signature: dict, tail: tuple, grid=(3, 2, 1), loose=("seed",), **metadata) -> _launch.Launcher:
     meta = dict(num_warps=4, shared=1024, num_ctas=1, launch_pdl=False, launch_cooperative_grid=False,
                 global_scratch_size=0, profile_scratch_size=0, tensordesc_meta=[], name="k")
     meta.update(metadata)
-    compiled = types.SimpleNamespace(src=types.SimpleNamespace(signature=signature),
+    params = [types.SimpleNamespace(do_not_specialize=name in loose) for name in signature]
+    compiled = types.SimpleNamespace(src=types.SimpleNamespace(signature=signature, fn=types.SimpleNamespace(params=params)),
                                      metadata=types.SimpleNamespace(**meta), name="k")
     return _launch.Launcher(None, grid, 1234, None, tail, 0, None, None, None, compiled)
 
@@ -63,7 +64,13 @@ def test_an_argument_the_kernel_cannot_take_is_refused_by_position(head, why):
     record = _native.Builder(1)
     head = tuple(record.given[0] if h == "slot" else h for h in head)
     with pytest.raises(_native.Unsupported, match=why):
-        record.launch(_launcher(SIGNATURE, (7, 3, 0.5, 64)), *head)
+        record.launch(_launcher(SIGNATURE, (7, 3, 0.5, 64), loose=("seed", "eps")), *head)
+
+
+def test_a_per_call_int_must_be_a_parameter_triton_does_not_specialise():
+    record = _native.Builder(2)
+    with pytest.raises(_native.Unsupported, match="per-call int argument 4 is not a do_not_specialize parameter"):
+        record.launch(_launcher(SIGNATURE, (7, record.int_arg(1), 0.5, 64), loose=()), *record.given, 1e-5)
 
 
 def test_a_launch_whose_arguments_do_not_match_the_signature_is_refused():
