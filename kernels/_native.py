@@ -77,10 +77,24 @@ NOT_SERVED = object()
 
 def enabled() -> bool:
     """Whether calls may take the native path here: not under the interpreter, not turned off by
-    ``HARNESS_NATIVE=0``, and the extension built and loaded (a failed build warns once)."""
+    ``HARNESS_NATIVE=0``, the extension built and loaded (a failed build warns once), and no
+    Triton launch hook installed (a profiler such as Proton watches launches through them, and
+    only Triton's own launcher calls them)."""
     if not _STATE:
         _STATE.append(_load())
-    return _STATE[0] is not None
+        _STATE.append(_triton_runtime_knobs() if _STATE[0] is not None else None)
+    if _STATE[0] is None:
+        return False
+    runtime = _STATE[1]
+    return runtime is None or not (_launch._hooked(runtime.launch_enter_hook) or _launch._hooked(runtime.launch_exit_hook))
+
+
+def _triton_runtime_knobs() -> Any:
+    try:
+        from triton import knobs
+    except ImportError:  # an older Triton: no hooks to watch for
+        return None
+    return knobs.runtime
 
 
 def _load() -> Any:
@@ -97,8 +111,10 @@ def _load() -> Any:
 
 
 def module() -> Any:
-    """The loaded extension; RuntimeError where the native path is off (:func:`enabled`)."""
-    if not enabled():
+    """The loaded extension; RuntimeError where it is not loaded (:func:`enabled` says why)."""
+    if not _STATE:
+        enabled()
+    if _STATE[0] is None:
         raise RuntimeError(f"the native launch path is off here ({ENV}, the interpreter, no CUDA, or a failed build)")
     return _STATE[0]
 
@@ -128,15 +144,33 @@ class Builder:
     """The recording of one direction of a call (module docstring): ``given`` slots first, then
     one per :meth:`empty`."""
 
-    def __init__(self, given: int):
+    def __init__(self, given: int, like: Sequence[torch.Tensor | None] = ()):
+        """``given`` slots; ``like``: an example tensor (or None) per given slot, whose dtype and
+        layout a backward that reads it from the saved tensors expects."""
         self.given = tuple(Slot(i) for i in range(given))
         self.allocs: list[tuple[list[int], torch.dtype]] = []
         self.launches: list[tuple] = []
+        self.compiled: list[Any] = []  # each launch's compiled kernel (kept alive: _keep_alive)
+        self._layouts: list[tuple | None] = [None if t is None else (t.dtype, list(t.shape), list(t.stride()))
+                                             for t in like] + [None] * (given - len(like))
 
     def empty(self, sizes: Sequence[int], dtype: torch.dtype) -> Slot:
         """A new contiguous tensor, allocated on the call's device at every call."""
-        self.allocs.append(([int(s) for s in sizes], dtype))
+        sizes = [int(s) for s in sizes]
+        self.allocs.append((sizes, dtype))
+        strides, step = [], 1
+        for size in reversed(sizes):
+            strides.append(step)
+            step *= max(size, 1)
+        self._layouts.append((dtype, sizes, strides[::-1]))
         return Slot(len(self.given) + len(self.allocs) - 1)
+
+    def layout(self, slot: Slot) -> tuple:
+        """(dtype, sizes, strides) of a slot: an allocation's, or the example given for it."""
+        layout = self._layouts[slot.index]
+        if layout is None:
+            raise ValueError(f"{slot!r} has no known layout: give an example tensor for it (Builder's like)")
+        return layout
 
     @staticmethod
     def float_arg(index: int) -> Arg:
@@ -153,10 +187,16 @@ class Builder:
         as slots, :class:`Arg` scalars or constants. Raises :class:`Unsupported` where the launch
         is not one a plain ``cuLaunchKernel`` makes."""
         self.launches.append(_launch_record(launcher, head))
+        self.compiled.append(_direct(launcher).compiled)
+
+
+def _direct(launcher: object) -> object:
+    """The launcher behind a checking wrapper (``HARNESS_CHECK_LAUNCH``), or itself."""
+    return getattr(launcher, "direct", lambda: None)() or launcher
 
 
 def _launch_record(launcher: object, head: tuple) -> tuple:
-    launcher = getattr(launcher, "direct", lambda: None)() or launcher
+    launcher = _direct(launcher)
     if not isinstance(launcher, _launch.Launcher):
         raise Unsupported(f"{launcher!r} takes Triton's own launch path")
     compiled = launcher.compiled
@@ -225,11 +265,26 @@ def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequen
         back = native.Program(
             len(backward.given), backward.allocs, backward.launches, slots, [], [], rows,
             [dtype for dtype, _, _ in layouts], [list(sizes) for _, sizes, _ in layouts],
-            [list(strides) for _, _, strides in layouts], [layout is not None for layout in grad_layouts], None)
+            [list(strides) for _, _, strides in layouts], [layout is not None for layout in grad_layouts],
+            [forward.layout(slot) for slot in saved], None)
+    _keep_alive(forward, backward)
     return native.Program(
         len(forward.given), forward.allocs, forward.launches, [s.index for s in outputs],
         list(differentiable) if differentiable is not None else [], [s.index for s in saved], [], [], [], [], [],
-        back)
+        [], back)
+
+
+# The compiled kernels whose CUfunction handles programs hold. A program can outlive the op's
+# plan table and the Kernel's cache (an autograd graph holds it), and a CompiledKernel may unload
+# its module when collected (newer Triton): these references keep every recorded one loaded. One
+# entry per compiled variant ever recorded.
+_RECORDED: dict[int, Any] = {}
+
+
+def _keep_alive(*builders: Builder | None) -> None:
+    for builder in builders:
+        for compiled in getattr(builder, "compiled", ()):
+            _RECORDED[id(compiled)] = compiled
 
 
 def apply(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:

@@ -55,7 +55,7 @@ def _program(x, weight, bias, rms: bool, needs: tuple[bool, bool, bool] | None) 
                               store_stats=True)
     if plan.copy_x or plan.launch is None:
         return _NONE
-    forward = _native.Builder(3)
+    forward = _native.Builder(3, like=(x, weight, bias))
     xs, ws, bs = forward.given
     ws = ws if weight is not None else None
     bs = bs if bias is not None else None
@@ -93,7 +93,11 @@ def _record_backward(src, weight, plan: _norm._ForwardPlan, rms: bool, dropout: 
                      outputs: int, has_dsum: bool, need_dweight: bool, need_dbias: bool, need_dxbias: bool):
     """``_norm._BackwardPlan``'s launches recorded on slots: given (src, weight or src, stats, then
     one gradient per forward output: dy first, dsum second where ``has_dsum``). Returns (record,
-    the plan, ds, dx, sums) or None where the plan copies something."""
+    the plan, ds, dx, sums) or None where the plan copies something.
+
+    With ``has_dsum`` the kernel adds dsum into ds; where the prenorm output went unused its
+    gradient is zeros (the node makes them), where the Python path runs the variant without dsum:
+    the same numbers, but for the sign of a zero (-0 + 0 is +0)."""
     dy = torch.empty_like(src, memory_format=torch.contiguous_format)
     stats = torch.empty(plan.stats_shape, dtype=plan.stats_dtype, device=src.device)
     bplan = _norm._BackwardPlan(src, dy, weight, stats, dy if has_dsum else None, dropout, rms=rms,
@@ -165,7 +169,7 @@ def _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm
                               store_mask=return_mask, store_stats=grad)
     if plan.copy_x or plan.copy_residual or plan.copy_vectors or plan.launch is None:
         return _NONE
-    forward = _native.Builder(5)
+    forward = _native.Builder(5, like=(x, residual, bias, weight, norm_bias))
     xs, res, bs, ws, nbs = forward.given
     bs, ws, nbs = (slot if t is not None else None for slot, t in ((bs, bias), (ws, weight), (nbs, norm_bias)))
     y = forward.empty(x.shape, x.dtype)

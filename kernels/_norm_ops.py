@@ -32,8 +32,9 @@ def norm_backward(src, dy, weight, stats, dsum, rms, w_offset, dropout, p, seed,
                   need_dxbias):
     """``_norm.backward`` as an op: [ds, dx (with dropout only), the column sums (parts, N)]. The
     dropout travels as the caller's (p, seed) and becomes a ``_norm.Dropout`` here, as in the
-    forward's op: ``Dropout.of`` rounds its scale through a host tensor, which an autograd formula
-    traced with fake tensors cannot read (seed: a SymInt, as there)."""
+    forward's op: ``Dropout.of`` rounds its scale with host arithmetic on p, which belongs in the
+    op's body rather than in an autograd formula traced with fake tensors (seed: a SymInt, as
+    there)."""
     drop = _norm.Dropout.of(p, seed) if dropout else None
     g = _norm.backward(src, dy, weight, stats, rms=rms, w_offset=w_offset, dsum=dsum, dropout=drop,
                        need_dweight=need_dweight, need_dbias=need_dbias, need_dxbias=need_dxbias)

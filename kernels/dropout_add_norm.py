@@ -83,8 +83,8 @@ def dropout_add_norm_op(x, residual, bias, weight, norm_bias, p, seed, rms, eps,
     without, the eager graph-free forward runs (s only for prenorm=True, no statistics), so that a
     compiled call gives the eager call's bits either way. What is not written, and the mask unless
     asked for, is an empty placeholder (an op returns a fixed number of tensors). The dropout goes
-    in as the caller's (p, seed), made a ``Dropout`` here: ``Dropout.of`` rounds its scale through a
-    host tensor, which traced code should not run. seed is a SymInt so that a compiled call serves
+    in as the caller's (p, seed), made a ``Dropout`` here: ``Dropout.of`` rounds its scale with host
+    arithmetic on p, which belongs in the op's body, not in traced code. seed is a SymInt so that a compiled call serves
     every seed without recompiling (an int argument is specialised; a float one, p, is anyway)."""
     result = _norm.forward(x, weight, norm_bias, eps=eps, rms=rms, residual=residual, xbias=bias,
                            dropout=_norm.Dropout.of(p, seed), store_sum=save or prenorm, store_mask=return_mask,

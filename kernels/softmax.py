@@ -282,7 +282,7 @@ def _native_program(x: torch.Tensor, grad: bool) -> object:
         return _native.NOT_SERVED
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
     grid, config = _forward_launch(src, x.dtype)
-    forward = _native.Builder(1)
+    forward = _native.Builder(1, like=(x,))
     (xs,) = forward.given
     ys = forward.empty(x.shape, x.dtype)
     try:

@@ -20,6 +20,7 @@
 
 #include <dlfcn.h>
 
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 #include <stdexcept>
@@ -201,6 +202,11 @@ struct Program : torch::CustomClassHolder {
   // backward: the layout the kernels read each output gradient in (it is copied into it if not)
   std::vector<c10::ScalarType> grad_dtypes;
   std::vector<bool> grad_read;  // backward: whether its kernels read each output gradient
+  // backward: the layout the kernels read each saved tensor in (a saved-tensor hook may hand back
+  // another: it is copied into this one)
+  std::vector<c10::ScalarType> saved_dtypes;
+  std::vector<std::vector<int64_t>> saved_sizes;
+  std::vector<std::vector<int64_t>> saved_strides;
   std::vector<std::vector<int64_t>> grad_sizes;
   std::vector<std::vector<int64_t>> grad_strides;
   c10::intrusive_ptr<Program> backward;
@@ -228,6 +234,7 @@ struct Program : torch::CustomClassHolder {
         switch (p.kind) {
           case kTensor: {
             const at::Tensor& t = slots[p.index];
+            FKH_REQUIRE(t.defined(), launch.name, " argument ", i, " reads slot ", p.index, ", which holds no tensor");
             v.pointer = t.data_ptr();
             FKH_REQUIRE(p.value == 0 || (reinterpret_cast<uintptr_t>(v.pointer) & 15) == 0, launch.name,
                     " was compiled for a 16-byte aligned argument ", i, " and got a misaligned tensor (slot ", p.index,
@@ -242,7 +249,11 @@ struct Program : torch::CustomClassHolder {
           case kConstF64: v.f64 = p.fvalue; break;
           case kFloatArgF32: v.f32 = static_cast<float>(floats.at(p.index)); break;
           case kFloatArgF64: v.f64 = floats.at(p.index); break;
-          case kIntArgI32: v.i32 = static_cast<int32_t>(ints.at(p.index)); break;
+          case kIntArgI32:
+            FKH_REQUIRE(ints.at(p.index) >= INT32_MIN && ints.at(p.index) <= INT32_MAX, launch.name, " argument ", i,
+                        " is 32-bit and got ", ints.at(p.index));
+            v.i32 = static_cast<int32_t>(ints.at(p.index));
+            break;
           case kIntArgI64: v.i64 = ints.at(p.index); break;
           case kIntArgU64: v.u64 = static_cast<uint64_t>(ints.at(p.index)); break;
           case kNull: v.pointer = nullptr; break;
@@ -268,6 +279,23 @@ c10::Device call_device(at::TensorList tensors) {
 }
 
 // ---- autograd --------------------------------------------------------------------------------
+
+// `t` in the layout the kernels were compiled for: itself, or a copy where its dtype, sizes,
+// strides or 16-byte alignment differ (never written: autograd may hand the same tensor elsewhere).
+at::Tensor in_layout(const at::Tensor& t, c10::ScalarType dtype, const std::vector<int64_t>& sizes,
+                     const std::vector<int64_t>& strides) {
+  FKH_REQUIRE(t.defined(), "a backward was given an undefined tensor where its kernels read one");
+  const bool aligned = (reinterpret_cast<uintptr_t>(t.data_ptr()) & 15) == 0;
+  if (t.scalar_type() == dtype && t.sizes() == c10::IntArrayRef(sizes) && t.strides() == c10::IntArrayRef(strides) &&
+      aligned) {
+    return t;
+  }
+  FKH_REQUIRE(t.sizes() == c10::IntArrayRef(sizes), "a backward was given a tensor of another shape than the one ",
+              "its kernels read");
+  at::Tensor copy = at::empty_strided(sizes, strides, t.options().dtype(dtype));
+  copy.copy_(t);
+  return copy;
+}
 
 // The forward's variables are the given tensors that are not None (autograd records each
 // variable's device and shape), `present` marks which inputs they are.
@@ -305,6 +333,11 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
     const auto ints = ctx->saved_data["ints"].toIntVector();
     const auto present = ctx->saved_data["present"].toIntVector();
     std::vector<at::Tensor> slots = ctx->get_saved_variables();
+    FKH_REQUIRE(slots.size() == program.saved_dtypes.size(), "a backward given ", slots.size(),
+                " saved tensors where the program takes ", program.saved_dtypes.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      slots[i] = in_layout(slots[i], program.saved_dtypes[i], program.saved_sizes[i], program.saved_strides[i]);
+    }
     FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "a backward given ", grads.size(),
                 " output gradients where the program takes ", program.grad_dtypes.size());
     for (size_t i = 0; i < grads.size(); ++i) {
@@ -316,17 +349,7 @@ struct NativeFunction : public torch::autograd::Function<NativeFunction> {
       if (!g.defined()) {  // an output that went unused: its gradient is zero
         g = at::zeros(program.grad_sizes[i], slots.at(0).options().dtype(program.grad_dtypes[i]));
       }
-      // the kernels were compiled for this layout: a gradient of another dtype, layout or
-      // alignment is copied into it (never written: autograd may hand the same tensor elsewhere)
-      const bool aligned = (reinterpret_cast<uintptr_t>(g.data_ptr()) & 15) == 0;
-      if (g.scalar_type() != program.grad_dtypes[i] || g.strides() != c10::IntArrayRef(program.grad_strides[i]) ||
-          !aligned) {
-        at::Tensor copy = at::empty_strided(program.grad_sizes[i], program.grad_strides[i],
-                                            g.options().dtype(program.grad_dtypes[i]));
-        copy.copy_(g);
-        g = copy;
-      }
-      slots.push_back(g);
+      slots.push_back(in_layout(g, program.grad_dtypes[i], program.grad_sizes[i], program.grad_strides[i]));
     }
     program.run(slots, floats, ints, slots.at(0).device());
     // one gradient per forward argument: the present inputs, then the program, the two scalar
@@ -406,12 +429,14 @@ std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::
 using ParamTuple = std::tuple<int64_t, int64_t, int64_t, double>;
 using LaunchTuple = std::tuple<int64_t, std::vector<int64_t>, int64_t, int64_t, std::vector<ParamTuple>, std::string>;
 using AllocTuple = std::tuple<std::vector<int64_t>, c10::ScalarType>;
+using LayoutTuple = std::tuple<c10::ScalarType, std::vector<int64_t>, std::vector<int64_t>>;
 
 ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, const std::vector<LaunchTuple>& launches,
                         std::vector<int64_t> outputs, std::vector<bool> differentiable, std::vector<int64_t> saved,
                         std::vector<int64_t> rows, std::vector<c10::ScalarType> grad_dtypes,
                         std::vector<std::vector<int64_t>> grad_sizes, std::vector<std::vector<int64_t>> grad_strides,
-                        std::vector<bool> grad_read, std::optional<ProgramPtr> backward) {
+                        std::vector<bool> grad_read, const std::vector<LayoutTuple>& saved_layouts,
+                        std::optional<ProgramPtr> backward) {
   auto program = c10::make_intrusive<Program>();
   program->given = given;
   const int64_t slots = given + static_cast<int64_t>(allocs.size());
@@ -433,7 +458,10 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
     }
     program->launches.push_back(std::move(launch));
   }
-  for (int64_t slot : outputs) FKH_REQUIRE(slot < slots, "output slot ", slot, " of ", slots);
+  const bool is_backward = !grad_read.empty();  // its outputs are gradients: -1 for an input without one
+  for (int64_t slot : outputs) {
+    FKH_REQUIRE(slot < slots && (slot >= 0 || (is_backward && slot == -1)), "output slot ", slot, " of ", slots);
+  }
   for (int64_t slot : saved) FKH_REQUIRE(slot >= 0 && slot < slots, "saved slot ", slot, " of ", slots);
   FKH_REQUIRE(differentiable.empty() || differentiable.size() == outputs.size(),
           "one differentiable flag per output");
@@ -450,6 +478,11 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
                   program->grad_strides.size() == grad_read.size(),
               "one gradient layout per output");
   program->grad_read = std::move(grad_read);
+  for (const auto& [dtype, sizes, strides] : saved_layouts) {
+    program->saved_dtypes.push_back(dtype);
+    program->saved_sizes.push_back(sizes);
+    program->saved_strides.push_back(strides);
+  }
   if (backward.has_value()) program->backward = *backward;
   return program;
 }

@@ -77,7 +77,7 @@ MUTANTS = (
         module="kernels._norm",
         original="keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)\n            dx = _dropped(",
         replacement="keep = keep_mask(seed, threshold, rows, 0, ROWS, BLOCK, DRAW)\n            dx = _dropped(",
-        users=("kernels.dropout_add_norm",),
+        users=("kernels.dropout_add_norm", "kernels._norm_native"),
         spec="dropout_add_norm",
         check="backward",
         dtype="float32",

@@ -3,6 +3,7 @@ on, and, on a GPU, that it computes bitwise what the Python path computes, forwa
 
 from __future__ import annotations
 
+import contextlib
 import types
 
 import pytest
@@ -136,7 +137,7 @@ def _call(fn, args, grad_dtype, expand_grad, native: bool):
 @pytest.mark.parametrize("name", ["layer_norm", "layer_norm without affine", "rms_norm with offset", "softmax"])
 @pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((3, 5, 130), torch.float32),
                                           ((33, 5000), torch.float16), ((2, 16384), torch.bfloat16)])
-@pytest.mark.parametrize("grads", ["all", "x only", "none", "fp32 grad", "expanded grad"])
+@pytest.mark.parametrize("grads", ["all", "x only", "vectors only", "none", "fp32 grad", "expanded grad"])
 def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape, dtype, grads):
     assert _native.enabled(), "the native extension did not build on this CUDA machine"
     fn, arity = _ops()[name]
@@ -145,16 +146,42 @@ def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape,
     base += [torch.randn(shape[-1], device="cuda", dtype=dtype, generator=gen) for _ in range(arity - 1)]
     results = []
     for native in (True, False):
-        args = [t.clone().requires_grad_(grads in ("all", "fp32 grad", "expanded grad") or (i == 0 and grads == "x only"))
-                for i, t in enumerate(base)]
+        wants = {"all": lambda i: True, "fp32 grad": lambda i: True, "expanded grad": lambda i: True,
+                 "x only": lambda i: i == 0, "vectors only": lambda i: i > 0, "none": lambda i: False}[grads]
+        args = [t.clone().requires_grad_(wants(i)) for i, t in enumerate(base)]
         y = _call(fn, args, torch.float32 if grads == "fp32 grad" else dtype, grads == "expanded grad", native)
-        if native and grads != "none":
+        if native and y.requires_grad:
             assert type(y.grad_fn).__name__ == "CppFunction", "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
     for ours, python in zip(*results):
         assert (ours is None) == (python is None)
         if ours is not None:
             torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm with offset", "softmax"])
+@pytest.mark.parametrize("saved_on_cpu", [False, True])
+def test_rows_read_in_place_and_saved_tensors_moved_by_a_hook_give_the_python_path_s_bits(name, saved_on_cpu):
+    """x a slice of wider rows (read in place: its row stride is in the programs); with
+    ``save_on_cpu`` the saved x comes back to the backward contiguous, and is laid out again."""
+    assert _native.enabled()
+    fn, arity = _ops()[name]
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    wide = torch.randn(33, 5008, device="cuda", dtype=torch.float16, generator=gen)
+    vectors = [torch.randn(5000, device="cuda", dtype=torch.float16, generator=gen) for _ in range(arity - 1)]
+    results = []
+    for native in (True, False):
+        x = wide.clone()[:, :5000].requires_grad_(True)
+        args = [x] + [v.clone().requires_grad_(True) for v in vectors]
+        hook = torch.autograd.graph.save_on_cpu(pin_memory=True) if saved_on_cpu else contextlib.nullcontext()
+        with hook:
+            y = _call(fn, args, torch.float16, False, native)
+        if native:
+            assert type(y.grad_fn).__name__ == "CppFunction", "the call did not take the native path"
+        results.append([y.detach(), *[a.grad for a in args]])
+    for ours, python in zip(*results):
+        torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
 
 
 @needs_gpu
@@ -165,6 +192,8 @@ def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape,
     dict(norm="rms", p=0.5, seed=2**40 + 5, prenorm=True),
     dict(norm="layer", p=1.0, seed=3, prenorm=True, return_mask=True),
     dict(norm="layer", p=0.1, seed=9, prenorm=True, return_mask=True, unused_y=True),
+    dict(norm="layer", p=0.3, seed=5, no_affine=True),
+    dict(norm="layer", p=0.3, seed=5, prenorm=True, no_grad=True),
 ])
 def test_dropout_add_norm_s_native_path_computes_bitwise_what_the_python_path_does(shape, dtype, options):
     from kernels.dropout_add_norm import dropout_add_norm
@@ -172,27 +201,31 @@ def test_dropout_add_norm_s_native_path_computes_bitwise_what_the_python_path_do
     assert _native.enabled(), "the native extension did not build on this CUDA machine"
     options = dict(options)
     unused_y = options.pop("unused_y", False)
+    no_affine, no_grad = options.pop("no_affine", False), options.pop("no_grad", False)
     gen = torch.Generator(device="cuda").manual_seed(0)
     n = shape[-1]
     base = [torch.randn(shape, device="cuda", dtype=dtype, generator=gen) for _ in range(2)]
     base += [torch.randn(n, device="cuda", dtype=dtype, generator=gen) for _ in range(3)]
     if options["norm"] == "rms":
         base[4] = None
+    if no_affine:
+        base[2:] = [None, None, None]
     results = []
     for native in (True, False):
         saved = _native._STATE[:]
         if not native:
             _native._STATE[:] = [None]
         try:
-            args = [t.clone().requires_grad_(True) if t is not None else None for t in base]
+            args = [t.clone().requires_grad_(not no_grad) if t is not None else None for t in base]
             outputs = dropout_add_norm(*args, **options)
             outputs = outputs if isinstance(outputs, tuple) else (outputs,)
             differentiable = [o for o in outputs if o.requires_grad][int(unused_y):]
             grads = [torch.linspace(-1, 1, o.numel(), device="cuda").reshape(o.shape).to(dtype) for o in differentiable]
-            torch.autograd.backward(differentiable, grads)
+            if differentiable:
+                torch.autograd.backward(differentiable, grads)
         finally:
             _native._STATE[:] = saved
-        if native:
+        if native and not no_grad:
             assert type(outputs[0].grad_fn).__name__ == "CppFunction", "the call did not take the native path"
         results.append([o.detach() for o in outputs] + [a.grad if a is not None else None for a in args])
     for ours, python in zip(*results):
