@@ -1,5 +1,6 @@
-"""LayerNorm's and RMSNorm's calls as native programs (``kernels/_native.py``): the same kernels,
-tiles and launches as ``kernels/_norm.py``'s plans, run from C++ with a C++ backward node.
+"""LayerNorm's, RMSNorm's and dropout-add-norm's calls as native programs (``kernels/_native.py``):
+the same kernels, tiles and launches as ``kernels/_norm.py``'s plans, run from C++ with a C++
+backward node.
 
 A call signature (x's shape, strides, dtype, device and alignment; each vector's presence,
 contiguity and alignment; which inputs need gradients) gets one program, recorded from the
@@ -8,7 +9,8 @@ paths pass each kernel the same arguments. A signature that ``_norm`` would serv
 (a layout that is not rows, a strided vector) or with nothing to launch gets no program: the
 caller takes the Python path.
 
-Per-call scalars: floats ``[eps, weight_offset]`` (LayerNorm's offset is 0).
+Per-call scalars: floats ``[eps, weight_offset]`` (LayerNorm's offset is 0); dropout-add-norm's
+are floats ``[eps, 0, scale, scale_lo]`` and ints ``[seed, threshold]``.
 """
 
 from __future__ import annotations
