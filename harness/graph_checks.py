@@ -101,24 +101,29 @@ def _first_line(exc: BaseException, limit: int = 600) -> str:
 
 
 class _RecordCustomOps(TorchDispatchMode):
-    """Records each call of a custom op (any namespace but PyTorch's own) with its arguments."""
+    """Records each call of a custom op (any namespace but PyTorch's own) with its arguments, and
+    whether its outputs held a NaN (see :func:`_opcheck_tests`)."""
 
     def __init__(self):
         super().__init__()
-        self.calls: list[tuple[torch._ops.OpOverload, tuple, dict, bool]] = []
+        self.calls: list[tuple[torch._ops.OpOverload, tuple, dict, bool, bool]] = []
         self.backward = False  # calls made by autograd's backward pass run without a graph
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        outs = func(*args, **kwargs)
         if func.namespace not in BUILTIN_NAMESPACES:
-            self.calls.append((func, args, kwargs, self.backward))
-        return func(*args, **kwargs)
+            flat = outs if isinstance(outs, (list, tuple)) else [outs]
+            nan = any(isinstance(o, torch.Tensor) and o.is_floating_point() and bool(o.isnan().any()) for o in flat)
+            self.calls.append((func, args, kwargs, self.backward, nan))
+        return outs
 
 
 def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]:
     """The custom-op calls of a forward without gradients, then of one forward and backward, each
     with arguments of its own (clones, the forward's with requires_grad as they were), in order,
-    one per op and branch (its bool and string arguments: a no-gradient forward saves nothing)."""
+    one per op and branch (its bool and string arguments: a no-gradient forward saves nothing):
+    ``(op, args, kwargs, whether its outputs held a NaN)``."""
     prepared = prepare(case, device)
     kwargs = prepared.kwargs(spec.grad_inputs)
     recorder = _RecordCustomOps()
@@ -134,13 +139,13 @@ def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]
             with recorder:
                 torch.autograd.grad(diff, [kwargs[n] for n in spec.grad_inputs], grad_outs, allow_unused=True)
     seen, calls = set(), []
-    for func, args, kw, in_backward in recorder.calls:
+    for func, args, kw, in_backward, nan in recorder.calls:
         grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kw.values()))
         variant = (func, in_backward, grad, _options(args), _options(tuple(kw.items())))
         if variant in seen:
             continue
         seen.add(variant)
-        calls.append((func, *_fresh((args, kw), grad=not in_backward)))
+        calls.append((func, *_fresh((args, kw), grad=not in_backward), nan))
     return calls
 
 
@@ -177,23 +182,20 @@ def check_opcheck(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             "nothing to check; register the kernel with torch.library.custom_op (or triton_op), "
             "or declare a KnownFailure for this check with the reason"])
     problems = []
-    for func, args, kwargs in calls:
+    for func, args, kwargs, nan in calls:
         try:
-            torch.library.opcheck(func, args, kwargs, test_utils=_opcheck_tests(func, args, kwargs))
+            torch.library.opcheck(func, args, kwargs, test_utils=_opcheck_tests(nan))
         except Exception as exc:  # noqa: BLE001 - opcheck raises OpCheckError; report whatever it raised
             problems.append(f"{func.name()}: {_opcheck_reason(exc)}")
     return CheckResult("opcheck", not problems, problems=problems)
 
 
-def _opcheck_tests(func, args, kwargs) -> tuple[str, ...]:
-    """opcheck's tests for one call. Its AOT-dispatch test compares the traced op's outputs with
-    the op's own without ``equal_nan``, so a call whose outputs hold a NaN (softmax of a row of
-    -inf, as eager's) fails it whatever the kernel does: such a call skips that one test. The
-    ``compile`` check runs the same AOT dispatch on every case, comparing bits, NaNs included."""
-    with torch.no_grad():
-        outs = func(*_fresh(args, grad=False), **_fresh(kwargs, grad=False))
-    flat = outs if isinstance(outs, (list, tuple)) else [outs]
-    nan = any(isinstance(o, torch.Tensor) and o.is_floating_point() and bool(o.isnan().any()) for o in flat)
+def _opcheck_tests(nan: bool) -> tuple[str, ...]:
+    """opcheck's tests for one call, ``nan`` whether its recorded outputs held a NaN. Its
+    AOT-dispatch test compares the traced op's outputs with the op's own without ``equal_nan``, so
+    a call whose outputs hold a NaN (softmax of a row of -inf, as eager's) fails it whatever the
+    kernel does: such a call skips that one test. The ``compile`` check runs the same AOT dispatch
+    on every case, comparing bits, NaNs included."""
     tests = tuple(torch.library._OPCHECK_DEFAULT_UTILS)
     return tuple(t for t in tests if t != "test_aot_dispatch_dynamic") if nan else tests
 

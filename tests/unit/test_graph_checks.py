@@ -55,7 +55,7 @@ def test_opcheck_records_the_forward_and_the_backward_op_each_with_its_own_argum
     spec = load_specs()["layer_norm"]
     case = tiling_examples(spec, "float32", False, 0)[0]
     calls = _recorded_calls(spec, spec.implementations["triton"].load(), case, current_device())
-    names = [func.name() for func, _, _ in calls]
+    names = [func.name() for func, _, _, _ in calls]
     assert names == ["fkh::layer_norm", "fkh::layer_norm", "fkh::norm_backward"], names
     no_grad_args, forward_args, backward_args = calls[0][1], calls[1][1], calls[2][1]
     assert not no_grad_args[0].requires_grad  # the call without a graph
@@ -84,3 +84,20 @@ def test_a_compiled_call_that_loses_its_gradients_fails_compile():
     with pytest.raises(CheckFailure) as info:
         _run(load_specs()["softmax"], _detaches_when_compiled, "compile", 3).run()
     assert "does not require grad" in str(info.value), str(info.value)
+
+
+def test_the_recorder_marks_a_call_whose_outputs_hold_a_nan():
+    """opcheck skips its NaN-blind AOT-dispatch test for such a call (``_opcheck_tests``)."""
+    from harness.graph_checks import _RecordCustomOps, _opcheck_tests
+    from harness.validate import custom_ops_routed
+
+    x = torch.zeros(2, 8, device=current_device())
+    x[1] = float("-inf")  # softmax of a row of -inf is NaN, as eager's is
+    recorder = _RecordCustomOps()
+    with custom_ops_routed(), torch.no_grad(), recorder:
+        production.softmax(x[:1])
+        production.softmax(x)
+    assert [(func.name(), nan) for func, _, _, _, nan in recorder.calls] == [("fkh::softmax", False),
+                                                                          ("fkh::softmax", True)]
+    assert "test_aot_dispatch_dynamic" in _opcheck_tests(False)
+    assert "test_aot_dispatch_dynamic" not in _opcheck_tests(True)
