@@ -238,13 +238,19 @@ def _setup(ctx, inputs, output):
     ctx.alpha, ctx.activation = alpha, activation
 
 
-def _backward_op(ctx, grad):
-    x, y, bias = ctx.saved_tensors
-    grads = add_mul_act_backward(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
-    return _ops.asked(grads, ctx.needs_input_grad, rest=2)
+def register_autograd(op, backward_op) -> None:
+    """``op``'s autograd formula, its backward computed by ``backward_op`` (same schema as
+    ``add_mul_act_backward``); the CUDA implementation's op registers its own through this too."""
+
+    def backward(ctx, grad):
+        x, y, bias = ctx.saved_tensors
+        grads = backward_op(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
+        return _ops.asked(grads, ctx.needs_input_grad, rest=2)
+
+    op.register_autograd(backward, setup_context=_setup)
 
 
-add_mul_act_op.register_autograd(_backward_op, setup_context=_setup)
+register_autograd(add_mul_act_op, add_mul_act_backward)
 
 
 def _validate(x, y, bias, alpha, activation) -> float:

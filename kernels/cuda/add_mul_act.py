@@ -152,19 +152,7 @@ def _(x, y, bias, grad, alpha, activation):
     return [_ops.empty_like(x), _ops.empty_like(x), _ops.empty_like(bias)]
 
 
-def _setup(ctx, inputs, output):
-    x, y, bias, alpha, activation = inputs
-    ctx.save_for_backward(x, y, bias)
-    ctx.alpha, ctx.activation = alpha, activation
-
-
-def _backward_formula(ctx, grad):
-    x, y, bias = ctx.saved_tensors
-    grads = add_mul_act_cuda_backward_op(x, y, bias, grad.to(x.dtype), ctx.alpha, ctx.activation)
-    return _ops.asked(grads, ctx.needs_input_grad, rest=2)
-
-
-add_mul_act_cuda_op.register_autograd(_backward_formula, setup_context=_setup)
+_triton.register_autograd(add_mul_act_cuda_op, add_mul_act_cuda_backward_op)  # the same formula as the Triton op's
 
 
 def make(ext, require_cuda: bool = True, custom_op: bool = False):
