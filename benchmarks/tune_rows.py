@@ -4,8 +4,7 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-forward tiling, ``elementwise``, and one for fp32 results, ``elementwise_fp32``; bias_gelu's exact
-fp32 forward, bound by its fp64 work, has a third, ``elementwise_compute_bound``; their backward's
+forward tiling, ``elementwise``, and one for fp32 results, ``elementwise_fp32``; their backward's
 grid with grad_bias is ``elementwise_backward``); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
@@ -23,7 +22,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
-        [elementwise_fp32] [elementwise_compute_bound] [elementwise_backward]
+        [elementwise_fp32] [elementwise_backward]
 """
 
 from __future__ import annotations
@@ -60,7 +59,6 @@ class Op(NamedTuple):
     passes: dict[str, Callable[..., object]]  # pass name -> kernel call on those arguments
     reference: Callable[..., torch.Tensor]
     streams: int = 2  # full-size tensors the forward moves (inputs read + the output written)
-    compute_bound: bool = False  # launched on the compute-bound fp32 tiling (bias_gelu's exact forward)
 
 
 class Target(NamedTuple):
@@ -138,10 +136,6 @@ def _set_elementwise_fp32(limits):
     _rows.ELEMENTWISE_PRECISE_GPU_LIMITS = limits
 
 
-def _set_elementwise_compute_bound(limits):
-    _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS = limits
-
-
 def _with_vectors(count):
     """Inputs: x and ``count`` random row vectors (weights, biases) of its width."""
     def inputs(x):
@@ -215,7 +209,7 @@ def _dropout_norm_backward_op(rows, cols, dtype):
 def _bias_gelu_op(approximate, rows, cols, dtype):
     return Op(f"bias_gelu {approximate} {rows}x{cols}", rows, cols, dtype, _with_vectors(1),
               {"fwd": lambda x, b: bias_gelu._forward(x, b, approximate)},
-              lambda x, b: F.gelu(x + b, approximate=approximate), compute_bound=approximate == "none")
+              lambda x, b: F.gelu(x + b, approximate=approximate))
 
 
 _GLU_REFERENCES = {"silu": F.silu, "gelu": F.gelu}
@@ -404,19 +398,14 @@ TARGETS = {
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
          _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16))),
-    # the fp32 forward tiling (activations in fp64), and the add_mul_act fp32 peer shapes (relu,
-    # only the sum in fp64: 96-101% of copy bandwidth, must not regress)
+    # the fp32 forward tiling, and the add_mul_act fp32 peer shapes (relu: 96-101% of copy
+    # bandwidth, must not regress)
     "elementwise_fp32": Target(
         lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, _launch.forget_plans,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
-        (_bias_gelu_op("tanh", 4096, 16384, torch.float32), _glu_op("silu", 4096, 11008, torch.float32),
-         _glu_op("gelu", 4096, 11008, torch.float32), _add_mul_relu_op(65536, 512, torch.float32),
-         _add_mul_relu_op(262144, 1024, torch.float32))),
-    # bias_gelu's exact fp32 forward, bound by its fp64 work: more elements a thread, several rows a program
-    "elementwise_compute_bound": Target(
-        lambda: _rows.ELEMENTWISE_COMPUTE_BOUND_GPU_LIMITS, _set_elementwise_compute_bound, _launch.forget_plans,
-        {"target_elems": (1024, 2048, 4096), "thread_bytes": (16, 32, 64, 128), "max_warps": (8,)},
-        (_bias_gelu_op("none", 4096, 16384, torch.float32),)),
+        (_bias_gelu_op("none", 4096, 16384, torch.float32), _bias_gelu_op("tanh", 4096, 16384, torch.float32),
+         _glu_op("silu", 4096, 11008, torch.float32), _glu_op("gelu", 4096, 11008, torch.float32),
+         _add_mul_relu_op(65536, 512, torch.float32), _add_mul_relu_op(262144, 1024, torch.float32))),
 }
 
 

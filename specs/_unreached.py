@@ -9,11 +9,12 @@ NORMS = {
     "_sqrt: if PRECISE and x.dtype == tl.float32:":
         "fp32 rows compute in fp64 (kernels/_norm.py WIDE_FP32 = True), so PRECISE never meets an fp32 "
         "value; the branch serves WIDE_FP32 = False",
-    "div: if PRECISE and a.dtype == tl.float32:":
-        "the norms are its only PRECISE callers, and their fp32 rows compute in fp64 (WIDE_FP32)",
 }
 
 ACTIVATIONS = {
+    "_erfc: if _LIBDEVICE:":
+        "libdevice (CUDA's erfcf, what torch.erfc runs on the GPU) exists only on a GPU; the interpreter "
+        "takes the fp64 evaluation of the same function",
     "reciprocal_moderate: if PRECISE and _NATIVE_RCP:":
         "the hardware reciprocal seed (rcp.approx, inline PTX) exists only on a GPU; the interpreter "
         "runs no PTX and divides in numpy",

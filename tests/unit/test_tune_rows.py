@@ -71,7 +71,7 @@ def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
     assert fp32 in norm._WIDE and norm._GPU_FWD_DROPOUT == base
 
 
-@pytest.mark.parametrize("name", ["elementwise", "elementwise_fp32", "elementwise_compute_bound"])
+@pytest.mark.parametrize("name", ["elementwise", "elementwise_fp32"])
 def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypatch):
     # fp32 forwards have their own tiling: a target timing them on the 16-bit limits would time
     # one launch under every candidate's name
@@ -82,7 +82,7 @@ def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypa
     marked = base._replace(max_rows=3)
     target.put(marked)
     try:
-        assert all(_rows.elementwise_limits(op.dtype, compute_bound=op.compute_bound) == marked for op in target.ops)
+        assert all(_rows.elementwise_limits(op.dtype) == marked for op in target.ops)
     finally:
         target.put(base)
 
