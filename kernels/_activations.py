@@ -11,21 +11,22 @@ tensor`` fails in the interpreter).
 Arithmetic is fp32; ``PRECISE`` (constexpr) is set by kernels that store fp32 and picks accurate
 functions where 16-bit results take fast ones:
 
-* **fp32 results (PRECISE)**: values are computed as the reference computes them in fp32 (eager,
-  the harness's calibration), with functions of eager's accuracy: ``_rows.exp`` (within 1.5 ulp;
-  eager's expf is within 2), IEEE division (``_rows.div``), and CUDA's own erfcf for gelu. Slopes
-  take the same fp32 exp and erfc, and combine them in fp64 (``1 + e``, the reciprocal, the
-  products and the sum ``s + z ds``), returned in fp64 so that the caller rounds once, after its
-  own products (``grad * act'(z)``). A slope formed in fp32 composes five to seven roundings, a
-  sum of terms of both signs among them, and the harness's nightly CPU run found SwiGLU's fp32
-  gradient at 4.4 times eager's error (5 ulp against eager's 1.8); in fp64 what is left is the
-  exp's error. The harness's budget (``harness/numerics.py``: eager's envelope per row, the
-  sensitivity of ill-conditioned elements, subnormals flushed) is made of errors of eager's kind,
-  and this keeps fp32 forwards at copy bandwidth with a few fp64 operations in the backward.
-  Everything used to be evaluated in fp64 (an fp64 exp, erfc and reciprocal), which an earlier
-  budget of eager's error alone demanded: on the H100 that made exact bias-GELU's fp32 forward
-  bound by the 64 fp64 lanes of an SM, at 74% of copy bandwidth
-  (``benchmarks/results/2026-11-24-h100-10``).
+* **fp32 results (PRECISE)**: the kernels form their argument exactly in fp64 (``x + bias``:
+  ``_rows.widen``); the transcendental function is taken in fp32 with eager's accuracy
+  (``_rows.exp``, within 1.5 ulp where eager's expf is within 2; CUDA's own erfcf for gelu, through
+  libdevice, which is what eager's torch.erfc runs) at the fp32 head of its fp64 argument, with a
+  first-order correction for the tail (:func:`_exp_wide_argument`, :func:`gelu_and_slope`); the
+  algebra around it is fp64: ``1 + e``, the reciprocal, the products, the slope's ``s + z ds``.
+  Values and slopes are returned in fp64 and the caller rounds once, at its store, after its own
+  products (``act(a) * b``, ``grad * act'(z)``). What is left is the exp's or erfc's own error, at
+  most scaled by 1 in these forms. All in fp32 (z rounded, as eager rounds it), five to seven
+  roundings compose, a sum of both signs among them, and the rounding of z or of an exp's
+  argument is amplified in the tails: the harness's runs found the results above its budget of
+  twice eager's error (SwiGLU's gradient at 4.4 on the CPU, GEGLU's tanh-form value at 2.25 on the
+  H100, bias-GELU's gradient at 5.5 at z = -8, where eager's own roundings happened to cancel).
+  Everything used to be evaluated in fp64, an fp64 exp and erfc included: 54 fp64 slots an
+  element for exact bias-GELU's fp32 forward, which bound it by the 64 fp64 lanes of an H100 SM at
+  74% of copy bandwidth (``benchmarks/results/2026-11-24-h100-10``).
 * **16-bit results** take the fast exp (``ex2.approx``), one approximate reciprocal and a short
   erfc polynomial: relative errors under 7e-6, far below a 16-bit ulp.
 
@@ -64,7 +65,8 @@ _SQRT2 = tl.constexpr(math.sqrt(2.0))
 _TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
 _NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
-_NEG_SQRT1_2 = tl.constexpr(-math.sqrt(0.5))  # the reference's: erfc's argument rounds as eager's
+_NEG_SQRT1_2 = tl.constexpr(-math.sqrt(0.5))
+_TWO_OVER_SQRT_PI = tl.constexpr(2.0 / math.sqrt(math.pi))
 _LIBDEVICE = tl.constexpr(not interpreting())  # libdevice's functions exist on the GPU only
 _SHIFT = tl.constexpr(64.0 * math.log(2.0))  # e^x = 2^-64 e^(x + 64 ln 2)
 _TWO_TO_MINUS_64 = tl.constexpr(2.0**-64)
@@ -80,23 +82,18 @@ _ERFC_CLAMP_Z = tl.constexpr(10.06 * math.sqrt(2.0))
 
 
 @triton.jit
-def sigmoid(z, PRECISE: tl.constexpr):
-    """sigmoid(z) in fp32 from exp(-|z|) (no overflow): the reference's own form, ``1 / (1 + e)``
-    for z >= 0 and ``e / (1 + e)`` below. With PRECISE (fp32 results) the exp is ``_rows.exp``'s
-    accurate one and the division IEEE's, as eager's are; otherwise the fast exp and one
+def _sigmoid_fast(z):
+    """sigmoid(z) in fp32 from exp(-|z|) (no overflow), for 16-bit results: the fast exp and one
     approximate reciprocal."""
-    e = _rows.exp(-tl.abs(z), PRECISE)
-    if PRECISE:
-        return _rows.div(tl.where(z >= 0, 1.0, e), 1.0 + e, PRECISE)
-    else:
-        inv = _rows.reciprocal_moderate(1.0 + e, PRECISE)
-        return tl.where(z >= 0, inv, e * inv)
+    e = _rows.exp(-tl.abs(z), False)
+    inv = _rows.reciprocal_moderate(1.0 + e, False)
+    return tl.where(z >= 0, inv, e * inv)
 
 
 @triton.jit
 def sigmoid_and_slope(z, PRECISE: tl.constexpr):
     """sigmoid(z) and its derivative sigmoid(z) * sigmoid(-z) = e / (1 + e)^2 (e = exp(-|z|), no
-    cancellation), in the slope dtype: with PRECISE, fp64 from the fp32 exp (module docstring).
+    cancellation): with PRECISE in fp64 from the fp32 exp (module docstring), else in fp32.
     z is fp32, or with PRECISE fp64 (gelu_tanh's 2u, formed in fp64: :func:`_exp_wide_argument`)."""
     if PRECISE and z.dtype == tl.float64:
         e = _exp_wide_argument(-tl.abs(z))
@@ -125,7 +122,7 @@ def _exp_wide_argument(x):
 
 @triton.jit
 def _slope_dtype(v, PRECISE: tl.constexpr):
-    """v in the dtype slopes are combined in: fp64 with PRECISE, else as it is (fp32)."""
+    """v in the dtype values and slopes are combined in: fp64 with PRECISE, else as it is (fp32)."""
     if PRECISE:
         return v.to(tl.float64)
     else:
@@ -143,8 +140,8 @@ def _gelu_inner(z):
 # ----------------------------------------------------------------------------------------------
 #
 # fp32 results take erfc from libdevice (:func:`_erfc`), CUDA's erfcf, which is what eager's
-# torch.erfc runs on the GPU: the kernel's Phi is then eager's, bit for bit, and what differs is at
-# most the rounding of the products around it.
+# torch.erfc runs on the GPU, at the fp32 head of its argument, with a first-order correction for
+# the tail (:func:`gelu_and_slope`).
 #
 # 16-bit results, and the interpreter's stand-in for erfcf, take the construction below. erfc(a)
 # for a >= 0 is written as exp(-a^2) * w(q) / (1 + 2a), q = (a - 2) / (a + 2): the factor
@@ -233,27 +230,21 @@ def _cdf_wide(z):
 
 
 @triton.jit
-def gelu(z, PRECISE: tl.constexpr):
-    """Exact GELU z Phi(z) of fp32 z, in fp32. With PRECISE (fp32 results) the reference's own form
-    and rounding, ``(z / 2) erfc(-z / sqrt(2))`` with erfcf (:func:`_erfc`): bitwise eager's value
-    on the GPU. Without, the fast erfc above."""
-    if PRECISE:
-        return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
-    else:
-        return z * _normal_cdf_and_density_fast(z)[0]
-
-
-@triton.jit
 def gelu_and_slope(z, PRECISE: tl.constexpr):
-    """Exact GELU z Phi(z) and its slope Phi(z) + z phi(z) of fp32 z, in the slope dtype (fp64 from
-    erfcf and the accurate exp with PRECISE, module docstring; the fast forms in fp32 without)."""
+    """Exact GELU z Phi(z) and its slope Phi(z) + z phi(z): with PRECISE in fp64 (z fp32 or fp64),
+    Phi from erfcf at the fp32 head of ``t = -z / sqrt(2)`` corrected to first order by its tail,
+    ``erfc(h + d) = erfc(h) - 2 / sqrt(pi) e^(-t^2) d`` (the next term is below 1e-10 of the value
+    for |t| <= 10), and phi from the accurate exp; the fast forms in fp32 without (z fp32)."""
     if PRECISE:
-        cdf = _erfc(z * _NEG_SQRT1_2).to(tl.float64) * 0.5
-        wide = z.to(tl.float64)
-        density = _exp_wide_argument(wide * wide * -0.5)  # z^2 of an fp32 z is exact in fp64
+        z = z.to(tl.float64)
+        t = z * _NEG_SQRT1_2
+        head = t.to(tl.float32)
+        density = _exp_wide_argument(z * z * -0.5)  # e^(-t^2)
+        # where e^(-t^2) is 0 (|z| > 17) so is the correction, and t - head may be inf - inf
+        tail = tl.where(density > 0, density * (t - head.to(tl.float64)), 0.0)
+        cdf = (_erfc(head).to(tl.float64) - tail * _TWO_OVER_SQRT_PI) * 0.5
     else:
         cdf, density = _normal_cdf_and_density_fast(z)
-    z = _slope_dtype(z, PRECISE)
     return z * cdf, cdf + z * (density * _INV_SQRT_2PI)
 
 
@@ -264,30 +255,33 @@ def gelu_and_slope(z, PRECISE: tl.constexpr):
 
 @triton.jit
 def activate(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    """act(z) for fp32 z, in fp32."""
+    """act(z): with PRECISE for fp32 or fp64 z (an exact sum), in fp64 (relu: z's dtype), the caller
+    rounds at its store; without, for fp32 z, in fp32."""
     if ACT == "relu":
         return tl.where(z <= 0, 0.0, z)  # keeps NaN, as torch.relu does
+    elif PRECISE:  # the value beside the slope, which the compiler drops
+        return activate_with_slope(z, ACT, PRECISE)[0]
     elif ACT == "sigmoid":
-        return sigmoid(z, PRECISE)
+        return _sigmoid_fast(z)
     elif ACT == "silu":
-        return z * sigmoid(z, PRECISE)
+        return z * _sigmoid_fast(z)
     elif ACT == "gelu_tanh":  # z * sigmoid(2u), u = sqrt(2/pi) * (z + c z^3)
-        return z * sigmoid(_gelu_inner(z), PRECISE)
-    else:  # gelu: 0.5 z erfc(-z / sqrt(2)), as the reference writes it
-        return gelu(z, PRECISE)
+        return z * _sigmoid_fast(_gelu_inner(z))
+    else:  # gelu: z Phi(z)
+        return z * _normal_cdf_and_density_fast(z)[0]
 
 
 @triton.jit
 def activation_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    """d act / d z for fp32 z, in the slope dtype (fp64 with PRECISE: the caller rounds at its
-    store, after its own products)."""
+    """d act / d z for fp32 z: fp64 with PRECISE (the caller rounds at its store, after its own
+    products), fp32 without."""
     return activate_with_slope(z, ACT, PRECISE)[1]
 
 
 @triton.jit
 def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    """(act(z), act'(z)) in the slope dtype, sharing the exp/erfc work (a gated unit's backward
-    needs both)."""
+    """(act(z), act'(z)), sharing the exp/erfc work (a gated unit's backward needs both): fp64 with
+    PRECISE (relu aside), fp32 without."""
     if ACT == "relu":
         return tl.where(z <= 0, 0.0, z), tl.where(z <= 0, 0.0, 1.0)
     elif ACT == "sigmoid":

@@ -174,6 +174,15 @@ def tile(ROWS: tl.constexpr, BLOCK: tl.constexpr, n_rows, n_cols):
 
 
 @triton.jit
+def widen(v, PRECISE: tl.constexpr):
+    """v in fp64 with PRECISE (fp32 results: a sum such as x + bias is then exact), else as it is."""
+    if PRECISE:
+        return v.to(tl.float64)
+    else:
+        return v
+
+
+@triton.jit
 def load_tile(ptr, rows, cols, mask, inner, stride_outer, stride_inner):
     """A [ROWS, BLOCK] tile of a row-strided tensor (0 where masked), in fp32."""
     row = row_offset(rows, inner, stride_outer, stride_inner)[:, None]

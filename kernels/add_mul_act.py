@@ -52,11 +52,12 @@ def block_boundaries() -> tuple[int, ...]:
 
 @triton.jit
 def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
-            x_inner, x_so, x_si, y_inner, y_so, y_si):
-    """z = x + alpha * y + bias for a [ROWS, BLOCK] tile (0 where masked), in fp32."""
-    x = _rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si)
-    y = _rows.load_tile(y_ptr, rows, cols, mask, y_inner, y_so, y_si)
-    return x + alpha * y + _rows.load_vector(b_ptr, cols, n_cols)[None, :]
+            x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE: tl.constexpr):
+    """z = x + alpha * y + bias for a [ROWS, BLOCK] tile (0 where masked): in fp64 with PRECISE
+    (exact but for cancellations past fp64's range), else fp32."""
+    x = _rows.widen(_rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si), PRECISE)
+    y = _rows.widen(_rows.load_tile(y_ptr, rows, cols, mask, y_inner, y_so, y_si), PRECISE)
+    return x + alpha * y + _rows.widen(_rows.load_vector(b_ptr, cols, n_cols), PRECISE)[None, :]
 
 
 @_launch.jit
@@ -67,7 +68,7 @@ def _add_mul_act_fwd_kernel(
 ):
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
     z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
-                x_inner, x_so, x_si, y_inner, y_so, y_si)
+                x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
@@ -87,7 +88,7 @@ def _add_mul_act_bwd_kernel(
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
         z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
-                    x_inner, x_so, x_si, y_inner, y_so, y_si)
+                    x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE)
         g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
         dense = _rows.dense_offsets(rows, cols, n_cols)

@@ -41,10 +41,10 @@ def block_boundaries() -> tuple[int, ...]:
 
 
 @triton.jit
-def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si):
-    """z = x + bias for a [ROWS, BLOCK] tile (0 where masked), in fp32."""
-    x = _rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si)
-    return x + _rows.load_vector(b_ptr, cols, n_cols)[None, :]
+def _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE: tl.constexpr):
+    """z = x + bias for a [ROWS, BLOCK] tile (0 where masked): exact in fp64 with PRECISE, else fp32."""
+    x = _rows.widen(_rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si), PRECISE)
+    return x + _rows.widen(_rows.load_vector(b_ptr, cols, n_cols), PRECISE)[None, :]
 
 
 @_launch.jit
@@ -53,7 +53,7 @@ def _bias_gelu_fwd_kernel(
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
-    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
@@ -72,7 +72,7 @@ def _bias_gelu_bwd_kernel(
     for t in range(0, tiles_per_group):
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si)
+        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
         g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
         tl.store(gx_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(dz, gx_ptr), mask=mask)

@@ -1,14 +1,15 @@
 """The accurate arithmetic behind fp32 results (``PRECISE``), on the kernels' device: the fp32
 activations and their fp64 slopes against mpmath, softmax's fp32 exp, and the fp64 reciprocal.
 
-fp32 results take an activation's value in fp32 with eager's own form and functions of eager's
-accuracy, and its slope in fp64 from the same fp32 exp and erfc (``kernels/_activations.py``).
-Each piece is held to its own contract, in fp32 ulps: ``_rows.exp`` (fp32, x <= 0) to 1.5 of the
-truth, subnormal results included; the exp of an fp64 argument (``_exp_wide_argument``: the
-fp32 exp of its head, corrected by its tail) to 1.5 of e^x at the unrounded x; values to 2.5
-(sigmoid), 3 (silu) and 4.5 (gelu, whose erfcf CUDA documents within 4 ulp; its truth takes
-erfc's argument rounded as eager rounds it); slopes to 2 of the sum of their terms' sizes (5 for
-gelu), so slopes that cross zero (gelu's at its minimum, z = -0.75) are held to their terms. The
+fp32 results take an activation's exp or erfc in fp32, with eager's accuracy, and the algebra
+around it in fp64, value and slope (``kernels/_activations.py``). Each piece is held to its own
+contract, in fp32 ulps: ``_rows.exp`` (fp32, x <= 0) to 1.5 of the truth, subnormal results
+included; the exp of an fp64 argument (``_exp_wide_argument``: the fp32 exp of its head,
+corrected by its tail) to 1.5 of e^x at the unrounded x; values to 2 (4.5 for gelu, whose erfcf
+CUDA documents within 4 ulp, taken at the fp32 head of its argument and corrected for the tail); slopes
+to 2 of the sum of their terms' sizes (5 for gelu), so slopes that cross zero (gelu's at its
+minimum, z = -0.75) are held to their terms. Below fp32's least normal an error up to that
+number passes, as in the harness's envelope: the GPU flushes subnormal fp32 results. The
 reciprocal's refinement (softmax's fp32 row sums) is held to 1e-14 relative: on the CPU from a
 seed cut to 20 bits, on the GPU from the hardware's ``rcp.approx.ftz.f64`` as the kernels use it.
 """
@@ -27,7 +28,7 @@ from kernels._runtime import interpreting, kernel_device_type
 EXP_FP32_ULPS = 1.5
 RECIPROCAL_BOUND = 1e-14
 FP32_EPS = 2.0**-23
-VALUE_ULPS = {"sigmoid": 2.5, "silu": 3.0, "gelu": 4.5}
+VALUE_ULPS = {"sigmoid": 2.0, "silu": 2.0, "gelu_tanh": 2.0, "gelu": 4.5}
 SLOPE_ULPS = {"sigmoid": 2.0, "silu": 2.0, "gelu_tanh": 2.0, "gelu": 5.0}
 BLOCK = 512
 FP32_TINY = torch.finfo(torch.float32).tiny
@@ -150,15 +151,9 @@ def test_a_20_bit_seed_alone_misses_the_reciprocal_bound():
     assert _relative_excess(seed.view(np.float64), 1 / b, 1 / b) > 1e-7
 
 
-_NEG_SQRT1_2_FP32 = np.float32(-np.sqrt(0.5))
-
-
 def _gelu_truth(z):
-    """Exact gelu at erfc's argument rounded to fp32, as eager (and the kernel) round it; the slope
-    from the same Phi."""
-    t = mpmath.mpf(float(np.float32(z) * _NEG_SQRT1_2_FP32))
     z = mpmath.mpf(float(z))
-    cdf, density = mpmath.erfc(t) / 2, mpmath.npdf(z)
+    cdf, density = mpmath.ncdf(z), mpmath.npdf(z)
     return z * cdf, cdf + z * density, abs(cdf) + abs(z * density)
 
 
@@ -200,8 +195,8 @@ def _points() -> np.ndarray:
 
 @pytest.mark.parametrize("act", sorted(TRUTHS))
 def test_precise_activation_value_and_slope_are_within_their_ulps(act):
-    """Values in fp32 ulps of the truth (the least normal's ulp below it, as the harness's
-    envelope); slopes in fp32 ulps of their terms' sizes (module docstring)."""
+    """Values in fp32 ulps of the truth, slopes in fp32 ulps of their terms' sizes, up to fp32's
+    least normal where the truth is below it (module docstring)."""
     z = _points()
     value, slope = _run(_activation_kernel, z, outputs=2, ACT=act)
     with mpmath.workdps(40):
@@ -209,11 +204,11 @@ def test_precise_activation_value_and_slope_are_within_their_ulps(act):
     want_value = np.array([float(t[0]) for t in truth])
     want_slope = np.array([float(t[1]) for t in truth])
     slope_scale = np.array([float(t[2]) for t in truth])
-    excess = _relative_excess(slope, want_slope, np.maximum(slope_scale, FP32_TINY)) / FP32_EPS
-    assert excess <= SLOPE_ULPS[act], excess
-    if act in VALUE_ULPS:  # gelu_tanh's value rounds 2u in fp32 as eager does: its truth is eager's own
-        excess = _relative_excess(value, want_value, np.maximum(np.abs(want_value), FP32_TINY)) / FP32_EPS
-        assert excess <= VALUE_ULPS[act], excess
+    for name, got, want, scale, ulps in (("slope", slope, want_slope, slope_scale, SLOPE_ULPS[act]),
+                                         ("value", value, want_value, np.abs(want_value), VALUE_ULPS[act])):
+        excess = np.abs(got - want) / np.maximum(ulps * FP32_EPS * scale, FP32_TINY)
+        worst = int(np.argmax(excess))
+        assert excess[worst] <= 1.0, f"{name} at z={z[worst]}: {got[worst]} against {want[worst]}"
 
 
 @pytest.mark.parametrize("act", sorted(TRUTHS))
