@@ -398,8 +398,8 @@ TARGETS = {
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
          _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16))),
-    # the fp32 forward tiling, and the add_mul_act fp32 peer shapes (relu: 96-101% of copy
-    # bandwidth, must not regress)
+    # the fp32 forward tiling (activations in fp64, but exact gelu's value), and the add_mul_act
+    # fp32 peer shapes (relu, only the sum in fp64: 96-101% of copy bandwidth, must not regress)
     "elementwise_fp32": Target(
         lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, _launch.forget_plans,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},

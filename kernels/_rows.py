@@ -153,7 +153,10 @@ def row_offset(rows, inner_rows, stride_outer, stride_inner):
 
 
 # ---- the elementwise kernels' tiles -------------------------------------------------------------
-# Each program covers ROWS rows x BLOCK columns, loaded in fp32 whatever the stored dtype.
+# Each program covers ROWS rows x BLOCK columns. Values are loaded in the compute dtype: fp32, or
+# fp64 with PRECISE (fp32 results), where sums of inputs such as x + bias are then exact: rounding
+# such an argument to fp32 first moves an ill-conditioned activation by ulps of its result (gelu's
+# tail: 2 ulp at z = -2.18, caught on the H100), an error eager pays only where it is unlucky.
 
 
 @triton.jit
@@ -175,24 +178,24 @@ def tile(ROWS: tl.constexpr, BLOCK: tl.constexpr, n_rows, n_cols):
 
 @triton.jit
 def widen(v, PRECISE: tl.constexpr):
-    """v in fp64 with PRECISE (fp32 results: a sum such as x + bias is then exact), else as it is."""
+    """v in the compute dtype: fp64 with PRECISE, else fp32."""
     if PRECISE:
         return v.to(tl.float64)
     else:
-        return v
+        return v.to(tl.float32)
 
 
 @triton.jit
-def load_tile(ptr, rows, cols, mask, inner, stride_outer, stride_inner):
-    """A [ROWS, BLOCK] tile of a row-strided tensor (0 where masked), in fp32."""
+def load_tile(ptr, rows, cols, mask, inner, stride_outer, stride_inner, PRECISE: tl.constexpr):
+    """A [ROWS, BLOCK] tile of a row-strided tensor (0 where masked), in the compute dtype."""
     row = row_offset(rows, inner, stride_outer, stride_inner)[:, None]
-    return tl.load(ptr + row + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    return widen(tl.load(ptr + row + cols[None, :], mask=mask, other=0.0), PRECISE)
 
 
 @triton.jit
-def load_vector(ptr, cols, n_cols):
-    """A per-column vector (a bias) for the tile's columns, in fp32."""
-    return tl.load(ptr + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+def load_vector(ptr, cols, n_cols, PRECISE: tl.constexpr):
+    """A per-column vector (a bias) for the tile's columns, in the compute dtype."""
+    return widen(tl.load(ptr + cols, mask=cols < n_cols, other=0.0), PRECISE)
 
 
 @triton.jit
@@ -247,9 +250,9 @@ _TWO_TO_MINUS_64 = tl.constexpr(2.0**-64)
 def exp(x, PRECISE: tl.constexpr):
     """e**x; with PRECISE and fp32 x <= 0, within about 1 ulp (tl.exp otherwise, any x).
 
-    exp(-inf) = 0 and exp(NaN) = NaN. fp64 takes tl.exp, libdevice's exp, within an fp64 ulp.
-    The PRECISE form is for x <= 0, as softmax's shifted logits and the activations' -|z| and
-    -z^2 / 2 are (see above).
+    exp(-inf) = 0 and exp(NaN) = NaN. fp64 takes tl.exp, libdevice's exp, within an fp64 ulp
+    (fp32 results' fp64 activations take :func:`exp_wide`). The PRECISE form is for x <= 0, as
+    softmax's shifted logits are (see above).
     """
     if PRECISE and x.dtype == tl.float32:
         x = tl.where(x < -104.0, -104.0, x)  # NaN passes unchanged
@@ -269,6 +272,47 @@ def exp(x, PRECISE: tl.constexpr):
         return bits.to(tl.float32, bitcast=True) * _TWO_TO_MINUS_64 + (x - x)
     else:
         return tl.exp(x)
+
+
+# exp_wide: a reduction of the same kind in fp64, for the activations that run in fp64 because their
+# results are fp32 (kernels/_activations.py). k = round(x / ln 2) comes from adding 1.5 * 2^52 (the
+# sum's low mantissa bits are k, so the integer is read from its bits without a conversion, which
+# runs at a quarter of the fp64 rate on an H100); f = x - k ln 2 in one fused step with one
+# constant (|k| <= 1076, so the rounding of ln 2 to fp64 costs under 3e-14 of f); e^f a degree-7
+# Chebyshev fit (relative error 5.5e-11 on |f| <= ln(2)/2; a degree-6 fit is about 2e-9). Its
+# coefficients carry 2^-64, so that one power of two, 2^(k + 64), normal for every k down to -1076,
+# scales the result in one product. In all about 1e-10: far below the fp32 half ulp (6e-8) its
+# callers round to, in 11 fp64 operations where libdevice's exp (within an fp64 ulp) takes 16 and
+# a branch for large arguments.
+_ROUND_TO_INT_FP64 = tl.constexpr(6755399441055744.0)  # 1.5 * 2^52
+_ROUND_TO_INT_FP64_BITS = tl.constexpr(0x4338000000000000)  # its bit pattern
+_LN2 = tl.constexpr(0.6931471805599453)
+_EXP_FIT = (0.00019907569310848288, 0.0013948578326459795, 0.008333283538708528, 0.041666218319291945,
+            0.16666666786308587, 0.5000000107729166, 0.999999999995509, 0.9999999999595618)
+_E7, _E6, _E5, _E4, _E3, _E2, _E1, _E0 = (tl.constexpr(c * 2.0**-64) for c in _EXP_FIT)
+
+
+@triton.jit
+def exp_wide(x):
+    """e**x of fp64 ``x <= 0`` to about 1e-10 relative, for results rounded to fp32 (see above).
+
+    exp(-inf) = 0 and exp(NaN) = NaN. Below -746 e^x rounds to 0 in fp64, and so does the clamped
+    argument's value. Positive x is outside the contract (the callers pass -|z| and -z^2 / 2):
+    nothing keeps 2^(k + 64) from overflowing there.
+    """
+    x = tl.where(x < -746.0, -746.0, x)
+    t = x * _LOG2E + _ROUND_TO_INT_FP64
+    kf = t - _ROUND_TO_INT_FP64
+    k = t.to(tl.int64, bitcast=True) - _ROUND_TO_INT_FP64_BITS
+    f = x - kf * _LN2
+    p = f * _E7 + _E6
+    p = p * f + _E5
+    p = p * f + _E4
+    p = p * f + _E3
+    p = p * f + _E2
+    p = p * f + _E1
+    p = p * f + _E0
+    return p * ((k + (1023 + 64)) << 52).to(tl.float64, bitcast=True)
 
 
 @triton.jit
@@ -526,9 +570,14 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
 ELEMENTWISE_GPU_LIMITS = TileLimits(
     max_block=1024, split_block=1024, target_elems=2048, max_rows=64, thread_bytes=32, max_warps=8
 )
-# fp32 rows: programs of one 1024-wide row and 4 elements a thread (8 warps), the tile the H100
-# sweep chose when the activations of fp32 results ran in fp64 (results/2026-11-24-h100-8, call 7;
-# add_mul_act's relu within 1% at every tile). Their arithmetic is now fp32, as the 16-bit path's.
+# fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes: the H100
+# sweep ran them fastest with programs of one 1024-wide row and 4 elements a thread (8 warps;
+# results/2026-11-24-h100-8, call 7): at 4096 x 16384, tanh bias-GELU 0.2546 ms against 0.3181
+# with the 16-bit tile; SwiGLU at 4096 x 11008 0.2008 against 0.2208; add_mul_act's relu (only its
+# sum in fp64, no fp64 activation) within 1% at every tile. With the cheaper fp64 arithmetic of
+# results/2026-11-24-h100-10 (call 1) this tile stays the best for tanh and SwiGLU (0.1919 and
+# 0.1820 ms), and for GEGLU (call 2). Exact bias-GELU's fp32 forward, whose value is eager's fp32
+# form (kernels/_activations.py), runs on it at 95% of copy bandwidth (results/2026-11-28-h100-19).
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
 # inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
@@ -546,7 +595,7 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 
 def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits:
     """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
-    backend (fp32 forwards have their own; 16-bit forwards share one)."""
+    backend (fp32 forwards, evaluated in fp64, have their own; 16-bit forwards share one)."""
     if backward:
         gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
     elif dtype != torch.float32:

@@ -13,8 +13,8 @@ grouping depends only on the shape, so results are bitwise reproducible. The run
 partials are fp64 (cheap: one add per element, and the partials are tiny), so the reduction adds
 no error of its own, whatever order the rows are added in: grad_bias is rounded once, at the end.
 
-Arithmetic in fp32 (fp32 results take the accurate exp and division), results stored in the input
-dtype. The activations and their derivatives are
+Arithmetic in the compute dtype of ``kernels/_rows.py``'s tiles (fp32; fp64 for fp32 results,
+so that z is exact), results stored in the input dtype. The activations and their derivatives are
 the shared, interpreter-safe forms of ``kernels/_activations.py`` (gelu's tanh form written through
 the sigmoid, the sigmoid from ``exp(-|z|)``); ``kernels/cuda/add_mul_act.py`` is the same op as a
 CUDA C++ extension.
@@ -53,11 +53,10 @@ def block_boundaries() -> tuple[int, ...]:
 @triton.jit
 def _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
             x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE: tl.constexpr):
-    """z = x + alpha * y + bias for a [ROWS, BLOCK] tile (0 where masked): in fp64 with PRECISE
-    (exact but for cancellations past fp64's range), else fp32."""
-    x = _rows.widen(_rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si), PRECISE)
-    y = _rows.widen(_rows.load_tile(y_ptr, rows, cols, mask, y_inner, y_so, y_si), PRECISE)
-    return x + alpha * y + _rows.widen(_rows.load_vector(b_ptr, cols, n_cols), PRECISE)[None, :]
+    """z = x + alpha * y + bias for a [ROWS, BLOCK] tile (0 where masked), in the compute dtype."""
+    x = _rows.load_tile(x_ptr, rows, cols, mask, x_inner, x_so, x_si, PRECISE)
+    y = _rows.load_tile(y_ptr, rows, cols, mask, y_inner, y_so, y_si, PRECISE)
+    return x + alpha * y + _rows.load_vector(b_ptr, cols, n_cols, PRECISE)[None, :]
 
 
 @_launch.jit
@@ -89,7 +88,7 @@ def _add_mul_act_bwd_kernel(
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
         z = _load_z(x_ptr, y_ptr, b_ptr, rows, cols, mask, n_cols, alpha,
                     x_inner, x_so, x_si, y_inner, y_so, y_si, PRECISE)
-        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
+        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
         dense = _rows.dense_offsets(rows, cols, n_cols)
         tl.store(gx_ptr + dense, _rows.cast_for_store(dz, gx_ptr), mask=mask)

@@ -12,8 +12,7 @@ costs no copy and no extra kernel, and its backward writes grad_a and grad_b str
 halves of one ``(..., 2N)`` grad_x. One pass forward (read a and b, write the output), one pass
 backward (read a, b and grad; write both gradients, from act(a) and act'(a) computed together,
 ``kernels/_activations.py``). No reduction, so every element is computed the same way whatever the
-tiling: bitwise reproducible. Arithmetic in fp32; fp32 results take the accurate exp, division
-and erfc (``kernels/_activations.py``).
+tiling: bitwise reproducible. Arithmetic in fp32; fp32 results take the accurate exp/div/erfc.
 """
 
 from __future__ import annotations
@@ -41,8 +40,8 @@ def _glu_fwd_kernel(
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
-    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si)
-    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si)
+    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
     out = _activations.activate(a, ACT, PRECISE) * b
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
@@ -56,9 +55,11 @@ def _glu_bwd_kernel(
     # grad_a and grad_b are dense rows of grad_row_stride elements: N for two separate tensors,
     # 2N for the two halves of the packed form's grad_x (gb_ptr then points N elements on).
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
-    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si)
-    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si)
-    g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
+    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
+    g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
+    # With PRECISE act and slope are fp64 and so are these products (slope first, so that g * b
+    # is not rounded to fp32 on the way): each gradient is rounded once, at its store.
     act, slope = _activations.activate_with_slope(a, ACT, PRECISE)
     dense = _rows.dense_offsets(rows, cols, grad_row_stride)
     tl.store(ga_ptr + dense, _rows.cast_for_store(slope * b * g, ga_ptr), mask=mask)

@@ -271,7 +271,7 @@ def _act_grad_kernel(
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
         dense = _rows.dense_offsets(rows, cols, n_cols)
         z = tl.load(z_ptr + dense, mask=mask, other=0.0).to(tl.float32)
-        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si)
+        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, False)
         dz = tl.where(mask, g * _activations.activation_slope(z, ACT, False), 0.0)
         tl.store(gz_ptr + dense, _rows.cast_for_store(dz, gz_ptr), mask=mask)
         acc += dz.to(tl.float64)
