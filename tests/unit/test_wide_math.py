@@ -232,7 +232,8 @@ def _seed_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def test_exact_gelu_value_of_fp32_results_is_eager_s():
     """Exact gelu's fp32 value is the reference computed by torch in fp32 on the same device: bit
-    for bit on the GPU (the same erfcf, the same roundings); under the interpreter, whose erfc is
+    for bit on the GPU (the same erfcf, the same roundings) but for flushed subnormals; under the
+    interpreter, whose erfc is
     an fp64 stand-in, within two fp32 ulps of the CPU's (whose erfcf errs by about one), and nearer
     the truth where they differ."""
     z = np.concatenate([_POINTS_FOR_GELU, [0.0, -0.0, 14.25, -14.25, -20.0, 1e30, -1e30]]).astype(np.float32)
@@ -240,7 +241,11 @@ def test_exact_gelu_value_of_fp32_results_is_eager_s():
     zt = torch.from_numpy(z).to(kernel_device_type())
     eager = ref.gelu(zt).cpu().numpy()
     if not interpreting():
-        np.testing.assert_array_equal(got, eager)
+        # bit for bit, but where eager's value is an fp32 subnormal: the GPU kernel flushes those
+        # to zero (H100: gelu(-13.3) = -2.1e-43), as the harness's envelope allows
+        normal = np.abs(eager) >= FP32_TINY
+        np.testing.assert_array_equal(got[normal], eager[normal])
+        assert np.all(np.abs(got[~normal] - eager[~normal]) < FP32_TINY)
         return
     ulp = np.spacing(np.maximum(np.abs(eager), FP32_TINY))
     assert np.all(np.abs(got - eager) <= 2 * ulp)
