@@ -14,13 +14,15 @@ is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in on
 
 Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors stay ~1e-5
 relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bias`` exactly in
-fp64 and evaluate the activation there: rounding z to fp32 first costs up to ~2 ulp of the result
-in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z), which eager
-on the H100 did not show at that element, so the kernel failed at 2.05x eager's envelope. The tiling is
-every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns, several
-short rows a program, forward programs in column-block order (``_rows.tile``), strided leading
-dimensions read in place; the exact form's fp32 forward, bound by its fp64 work rather than its
-bytes, takes the compute-bound tile (16 elements a thread).
+fp64 and evaluate the tanh form and every slope there: rounding z to fp32 first costs up to ~2 ulp
+of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z),
+which eager on the H100 did not show at that element, so the kernel failed at 2.05x eager's
+envelope. The exact form's fp32 forward value is eager's own fp32 computation instead
+(``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf): eager's value
+bit for bit on the GPU, at copy bandwidth where the fp64 form was bound by the fp64 lanes. The
+tiling is every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024
+columns, several short rows a program, forward programs in column-block order (``_rows.tile``),
+strided leading dimensions read in place.
 """
 
 from __future__ import annotations
