@@ -13,8 +13,8 @@ with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
 fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
 multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). One value is the
-exception: exact gelu's, which is eager's own fp32 computation (:func:`gelu_as_eager`). fp32 evaluation, even
-with accurate exp and division, composes five to seven roundings: 2-4 ulp at worst, against
+exception: exact gelu's, which is eager's own fp32 computation (:func:`gelu_as_eager`). fp32
+evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at worst, against
 eager's ~1 on the CPU, and the harness's seeded runs found exactly that (glu's silu gradient at
 2.3x eager's envelope in the sigmoid's tail, exact gelu at 1.96x at its minimum, where the
 envelope has no slack). In fp64 the result is correctly rounded but for near-ties. The fp64 work
@@ -213,12 +213,12 @@ def gelu_as_eager(z):
 
     It is the one fp32 value here not evaluated in fp64. In fp64 (erfc's polynomial, an exp, a
     reciprocal: 54 fp64 slots an element) bias-GELU's fp32 forward was bound by the H100's 64 fp64
-    lanes an SM, at 74% of copy bandwidth; in eager's form it runs at 95%
-    (results/2026-11-28-h100-19). Rounded as eager rounds, the tail's amplified roundings (z's,
-    the argument's) are eager's own, so its error is eager's; the other activations keep fp64,
-    because their fp32 values, computed in another order than eager's, were found above twice
-    eager's error in the tail (GEGLU's tanh form, H100 nightly: 2.25). The slope (the backward)
-    stays fp64 (:func:`gelu_and_slope`)."""
+    lanes an SM, at 74% of copy bandwidth; in eager's form it runs at 92% of a same-size copy in
+    the benchmark, 95% in a side-by-side probe (results/2026-11-28-h100-19). Rounded as eager
+    rounds, the tail's amplified roundings (z's, the argument's) are eager's own, so its error is
+    eager's; the other activations keep fp64, because their fp32 values, computed in another order
+    than eager's, were found above twice eager's error in the tail (GEGLU's tanh form, H100
+    nightly: 2.25). The slope (the backward) stays fp64 (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
 
@@ -241,7 +241,8 @@ def _erfc(t):
 
 @triton.jit
 def activate(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
-    """act(z) for fp32 z; fp64 with PRECISE (relu: z's dtype), the caller rounds at its store."""
+    """act(z) for fp32 z; fp64 with PRECISE (relu: z's dtype; exact gelu: fp32, eager's own value),
+    the caller rounds at its store."""
     if ACT == "relu":
         return tl.where(z <= 0, 0.0, z)  # keeps NaN, as torch.relu does
     elif ACT == "sigmoid":

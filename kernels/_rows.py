@@ -577,7 +577,7 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # sum in fp64, no fp64 activation) within 1% at every tile. With the cheaper fp64 arithmetic of
 # results/2026-11-24-h100-10 (call 1) this tile stays the best for tanh and SwiGLU (0.1919 and
 # 0.1820 ms), and for GEGLU (call 2). Exact bias-GELU's fp32 forward, whose value is eager's fp32
-# form (kernels/_activations.py), runs on it at 95% of copy bandwidth (results/2026-11-28-h100-19).
+# form (kernels/_activations.py), runs on it at 92-95% of copy bandwidth (results/2026-11-28-h100-19).
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
 # inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
