@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from harness.bench.record import BenchmarkRecord
 from harness.bench.roofline import Roofline
 from harness.bench.timing import (
     TIMING_METHOD, WALL_TIMING_METHOD, TimingPlan, iqr, median, time_interleaved, time_wall, wall_batch,
@@ -345,25 +346,23 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
         tflops = flops / (ms / 1e3) / 1e12 if flops and ms > 0 else None
-        records.append({
-            "key": bench_key(spec.name, pass_, shape, name, figure),
-            "spec": spec.name, "shape": dict(shape.dims), "dtype": shape.dtype, "scalars": dict(shape.scalars),
-            "pass": pass_, "implementation": name, "figure": figure,
-            "samples_ms": times, "timing": TIMING_METHOD if figure == "device" else WALL_TIMING_METHOD,
-            "median_ms": ms, "iqr_ms": iqr(times),
-            "bytes": nbytes, "flops": flops, "gbps": gbps,
-            "pct_copy_bw": 100 * gbps / roofline.copy_gbps if gbps and roofline else None,
-            "copy_same_size_ms": copy_ms,
-            "pct_same_size_copy": 100 * copy_ms / ms if copy_ms and nbytes and ms > 0 else None,
-            "tflops": tflops,
-            "pct_matmul": 100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
-            "speedup_vs_eager": _ratio(medians.get("eager"), ms),
-            "speedup_vs_compile": _ratio(medians.get("compile"), ms),
-            "best_peer": best, "speedup_vs_best_peer": _ratio(context.get(best), ms),
-            "vs_best_peer": reading, "speedup_vs_best_peer_ci": [_finite(low), _finite(high)] if best else None,
-            "recheck": recheck,
-            **({"recheck_detail": detail} if detail else {}),
-            **({"peer": True} if name in spec.perf.peers else {}),
-            **({"launch_overhead": True} if launch_overhead else {}),
-        })
+        records.append(BenchmarkRecord(
+            key=bench_key(spec.name, pass_, shape, name, figure),
+            spec=spec.name, shape=dict(shape.dims), dtype=shape.dtype, scalars=dict(shape.scalars),
+            pass_=pass_, implementation=name, figure=figure,
+            samples_ms=times, timing=TIMING_METHOD if figure == "device" else WALL_TIMING_METHOD,
+            median_ms=ms, iqr_ms=iqr(times),
+            bytes=nbytes, flops=flops, gbps=gbps,
+            pct_copy_bw=100 * gbps / roofline.copy_gbps if gbps and roofline else None,
+            copy_same_size_ms=copy_ms,
+            pct_same_size_copy=100 * copy_ms / ms if copy_ms and nbytes and ms > 0 else None,
+            tflops=tflops,
+            pct_matmul=100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
+            speedup_vs_eager=_ratio(medians.get("eager"), ms),
+            speedup_vs_compile=_ratio(medians.get("compile"), ms),
+            best_peer=best, speedup_vs_best_peer=_ratio(context.get(best), ms),
+            vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
+            recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
+            launch_overhead=launch_overhead,
+        ).to_json())
     return records

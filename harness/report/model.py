@@ -17,15 +17,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.bench.record import schema as benchmark_schema
 from harness.io import atomic_write_text
 from harness.results import FAILING, STATUSES, UNFINISHED_PREFIX, numerics_note
-from harness.spec import FIGURES, PASSES, REFERENCE_IMPLEMENTATIONS
+from harness.spec import FIGURES, REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
 VERSION = 1
 
 VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data", "no-baseline", "baseline-unreadable")
-RECHECKS = ("passed", "failed", "n/a")
 SUMMARY_KEYS = STATUSES + ("regressions", "improvements")
 HISTORY_BENCH_KEYS = ("median_ms", "pct_copy_bw", "speedup_vs_eager", "speedup_vs_compile")
 
@@ -45,20 +45,9 @@ _RUN = {"id": str, "started": "time", "finished": "time", "host": str, "device":
         "torch": str, "triton": str, "python": str, "commit": _OPT_STR, "profile": str, "shard": _OPT_STR}
 _OUTCOME = {"spec": str, "implementation": str, "dtype": str, "check": str, "status": STATUSES, "examples": int,
             "worst_score": _OPT_NUM, "seconds": _NUM, "message": str, "repro": _OPT_STR}
-_BENCHMARK = {"key": str, "spec": str, "shape": dict, "dtype": str, "scalars": dict, "pass": PASSES,
-              "implementation": str, "samples_ms": list, "median_ms": _NUM, "iqr_ms": _NUM, "bytes": _NUM,
-              "flops": _NUM, "gbps": _OPT_NUM, "pct_copy_bw": _OPT_NUM, "tflops": _OPT_NUM, "pct_matmul": _OPT_NUM,
-              "speedup_vs_eager": _OPT_NUM, "speedup_vs_compile": _OPT_NUM, "recheck": RECHECKS}
-# Added within version 1: absent from older files, checked when present.
-_BENCHMARK_OPTIONAL = {"copy_same_size_ms": _OPT_NUM, "pct_same_size_copy": _OPT_NUM, "peer": bool,
-                       "recheck_detail": str,  # why a failed recheck failed (its first line)
-                       "timing": str,  # harness.bench.timing.TIMING_METHOD; absent: L2 flushed by zeroing
-                       # device time or per-call wall time (absent: device), the fastest of eager,
-                       # compile and the peers in that figure, and whether the shape is the tiny one
-                       "figure": FIGURES, "best_peer": _OPT_STR, "speedup_vs_best_peer": _OPT_NUM,
-                       # "faster" only where the ratio's whole 95% interval lies above 1 (regression.speedup)
-                       "vs_best_peer": ("faster", "tie", "slower", None), "speedup_vs_best_peer_ci": "interval|null",
-                       "launch_overhead": bool}
+# the benchmark records' fields, and those a file written within version 1 may lack: declared once,
+# with the record (harness.bench.record)
+_BENCHMARK, _BENCHMARK_OPTIONAL = benchmark_schema()
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
