@@ -88,6 +88,9 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data")
+# what a results file's regression entries may say: the gate's verdicts, and the baseline's own
+# states where no comparison ran (harness.nightly writes them)
+RECORDED_VERDICTS = VERDICTS + ("no-baseline", "baseline-unreadable")
 MAX_DRIFT = 0.05  # references that moved more than this (either way) are not taken for machine drift
 MAX_DRIFT_DISAGREEMENT = MIN_EFFECT  # nor references whose ratios lie further apart than this
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from harness.bench.record import schema as benchmark_schema
 from harness.io import atomic_write_text
+from harness.regression import RECORDED_VERDICTS
 from harness.results import FAILING, STATUSES, UNFINISHED_PREFIX, numerics_note
 from harness.spec import FIGURES, REFERENCE_IMPLEMENTATIONS
 
 SCHEMA = "harness-results"
 VERSION = 1
 
-VERDICTS = ("regression", "improvement", "unchanged", "insufficient-data", "no-baseline", "baseline-unreadable")
 SUMMARY_KEYS = STATUSES + ("regressions", "improvements")
 HISTORY_BENCH_KEYS = ("median_ms", "pct_copy_bw", "speedup_vs_eager", "speedup_vs_compile")
 
@@ -48,7 +48,7 @@ _OUTCOME = {"spec": str, "implementation": str, "dtype": str, "check": str, "sta
 # the benchmark records' fields, and those a file written within version 1 may lack: declared once,
 # with the record (harness.bench.record)
 _BENCHMARK, _BENCHMARK_OPTIONAL = benchmark_schema()
-_REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": VERDICTS, "ratio": _OPT_NUM,
+_REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": RECORDED_VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
 # Added within version 1: the machine drift divided out of a verdict (harness.regression)
