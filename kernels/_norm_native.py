@@ -73,9 +73,9 @@ def _program(x, weight, bias, rms: bool, needs: tuple[bool, bool, bool] | None) 
         return _NONE
     if backward is None:
         return _NONE
-    dy = torch.empty_like(x, memory_format=torch.contiguous_format)
+    # dy in y's layout: contiguous, as the backward's kernels were bound for
     return _native.program(forward, [y], saved=[xs, ws if ws is not None else xs, stats], backward=backward,
-                           gradients=gradients, grad_layouts=[(x.dtype, x.shape, dy.stride())])
+                           gradients=gradients, grad_layouts=[forward.layout(y)])
 
 
 def _backward(x, weight, bias, plan: _norm._ForwardPlan, rms: bool, needs: tuple[bool, bool, bool]) -> tuple:
@@ -200,8 +200,7 @@ def _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm
     dbias = (sums, next(rows)) if bplan.need_dbias else None
     dxbias = (sums, next(rows)) if bplan.need_dxbias else None
     gradients = [dx if need_x else None, ds if need_res else None, dxbias, dweight, dbias]
-    contiguous = torch.empty_like(x, memory_format=torch.contiguous_format).stride()
-    layouts = [(x.dtype, x.shape, contiguous)] + ([(x.dtype, x.shape, contiguous)] if prenorm else []) + \
-        ([None] if return_mask else [])
+    # each output's gradient in the output's own layout (contiguous); the mask's is read by no kernel
+    layouts = [forward.layout(y)] + ([forward.layout(s)] if prenorm else []) + ([None] if return_mask else [])
     return _native.program(forward, outputs, differentiable=differentiable, saved=[s, ws if ws is not None else s, stats],
                            backward=record, gradients=gradients, grad_layouts=layouts)

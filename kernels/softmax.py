@@ -302,7 +302,7 @@ def _native_program(x: torch.Tensor, grad: bool) -> object:
     except _native.Unsupported:
         return _native.NOT_SERVED
     return _native.program(forward, [ys], saved=[ys], backward=backward, gradients=[dxs],
-                           grad_layouts=[(x.dtype, x.shape, y.stride())])
+                           grad_layouts=[forward.layout(ys)])
 
 
 class _Softmax(torch.autograd.Function):

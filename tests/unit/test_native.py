@@ -99,6 +99,18 @@ def test_the_switch_turns_the_native_path_off(monkeypatch):
     assert not _native.enabled()
 
 
+@pytest.mark.parametrize("shape", [(7, 33), (2, 3, 64), (1, 1, 5), (0, 16), (4, 0, 2), (9,)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.bool])
+def test_an_allocation_s_layout_is_the_contiguous_tensor_s(shape, dtype):
+    """The programs give an output's gradient its allocation's layout (the layout the backward's
+    kernels were bound for): it must be what a contiguous tensor of that shape has, zero-size and
+    size-1 dimensions included."""
+    builder = _native.Builder(1, like=(torch.empty(3),))
+    slot = builder.empty(shape, dtype)
+    want = torch.empty(shape, dtype=dtype)
+    assert builder.layout(slot) == (dtype, list(want.shape), list(want.stride()))
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason=GPU_REASON)
