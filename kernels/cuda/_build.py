@@ -3,9 +3,10 @@
 Each extension is a ``.cu`` file (plus header files placed in front of it), or C++ files with no
 CUDA code (their own ``PYBIND11_MODULE``), handed to ``torch.utils.cpp_extension.load_inline``.
 The first call on a CUDA machine compiles it (tens of seconds); later calls, in this process or
-any other, load the cached build. The module name and the build directory carry a key hashed from everything that changes the binary (the
-sources, the compiler flags, torch's and CUDA's versions, the device's compute capability), so an
-edited source never loads a stale build, and several extensions or versions coexist.
+any other, load the cached build. The module name and the build directory carry a key hashed from
+everything that changes the binary (the sources, the compiler flags, torch's and CUDA's versions,
+the device's compute capability), so an edited source never loads a stale build, and several
+extensions or versions coexist.
 
 The cache lives in ``$HARNESS_CUDA_CACHE``, else ``$XDG_CACHE_HOME/harness/cuda-extensions``, else
 ``~/.cache/harness/cuda-extensions``. torch's builder takes a file lock inside the build
