@@ -84,7 +84,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _ops, _rows
+from kernels import _launch, _native, _ops, _rows
 from kernels._matmul import dot
 from kernels._runtime import sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
@@ -122,10 +122,12 @@ class BwdConfig(NamedTuple):
     num_stages: int
 
 
-# GPU (H100) choices by head_dim. Forward: 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32
-# accumulator (128 x 128) at 64 registers per thread. Backward: the dK/dV accumulators are two
-# block_n1 x head_dim fp32 tiles held across the loop, so block_n1 drops to 64 at head_dim 128
-# (128 would need 256 registers per thread with 4 warps). Tuned by benchmarks/tune_attention.py.
+# GPU (H100) choices by head_dim, by measurement (benchmarks/results/2026-11-28-h100-20). Forward:
+# 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32 accumulator (128 x 128) at 64 registers per
+# thread. Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the
+# loop, so block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4
+# warps); there 64-query blocks in both phases and 2 stages took the backward 10-21% under 32-query
+# blocks with 3 (seq 4096).
 _GPU_FWD = {
     16: FwdConfig(128, 64, 4, 4),
     32: FwdConfig(128, 64, 4, 4),
@@ -133,10 +135,10 @@ _GPU_FWD = {
     128: FwdConfig(128, 64, 8, 3),
 }
 _GPU_BWD = {
-    16: BwdConfig(32, 128, 128, 32, 4, 4),
-    32: BwdConfig(32, 128, 128, 32, 4, 4),
-    64: BwdConfig(32, 128, 128, 32, 4, 4),
-    128: BwdConfig(32, 64, 64, 32, 4, 3),
+    16: BwdConfig(32, 128, 128, 32, 4, 3),
+    32: BwdConfig(32, 128, 128, 32, 4, 3),
+    64: BwdConfig(32, 128, 128, 32, 4, 3),
+    128: BwdConfig(64, 64, 64, 64, 4, 2),
 }
 # A forward launch with fewer programs than this many per SM switches to 64-query blocks.
 _GPU_MIN_PROGRAMS_PER_SM = 2
@@ -649,6 +651,108 @@ def _op_backward(ctx, dout, dlse, _dm, _dl, _dout_lo):
 flash_attention_op.register_autograd(_op_backward, setup_context=_setup)
 
 
+# ----------------------------------------------------------------------------------------------
+# The native path (kernels/_native.py): a call's allocations and launches run from C++, with a
+# C++ backward node, for each call signature: q's, k's and v's shapes, strides and 16-byte
+# alignment, the dtype, the device, causal, and which inputs need gradients. The same kernels,
+# tiles and arguments as _forward and _backward, with two differences that change no bit: the
+# backward always takes the log-sum-exp's gradient (zeros where it went unused, as the node makes
+# them: D - 0 is D), and the scale is a per-call float. Signatures it does not serve take the
+# Python path: an operand whose head_dim stride is not 1 (copied there), an empty call, and a
+# grouped-query backward that sums the chunks of a group in torch.
+# ----------------------------------------------------------------------------------------------
+
+_NATIVE_PLANS = _launch.plan_table()
+
+
+def _native_call(q, k, v, causal: bool, scale: float, grad: bool):
+    """(out, lse) through the native path, or None where it does not serve the call."""
+    needs = (q.requires_grad, k.requires_grad, v.requires_grad) if grad else None
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device,
+           (q.data_ptr() | k.data_ptr() | v.data_ptr()) & 15 == 0, causal, needs)
+    program = _NATIVE_PLANS.get(key)
+    if program is None:
+        program = _launch.remember(_NATIVE_PLANS, key, _native_program(q, k, v, causal, needs))
+    if program is _native.NOT_SERVED:
+        return None
+    out, lse = (_native.run if needs is None else _native.apply)(program, [q, k, v], [scale, scale * _LOG2E], [])
+    return out, lse
+
+
+def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None) -> object:
+    if q.numel() == 0 or any(t.stride(-1) != 1 or t.data_ptr() & 15 for t in (q, k, v)):
+        return _native.NOT_SERVED
+    batch, heads, seq, head_dim = q.shape
+    stats_shape = (batch, heads, seq)
+    group = heads // k.shape[1]
+    save = needs is not None
+    # example tensors for binding the launches: what the program allocates has these layouts
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty(stats_shape, dtype=torch.float32, device=q.device)
+    config = _fwd_config(head_dim, seq, batch * heads, q.device)
+    sizes = (heads, group, seq)
+    fwd_args = (q, k, v, out, out, lse, lse, lse, *_launch_strides(q, k, v), *sizes, 1.0, 1.0)
+    fwd_meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
+                    SAVE_STATS=save, num_warps=config.num_warps, num_stages=config.num_stages)
+    forward = _native.Builder(3, like=(q, k, v))
+    qs, ks, vs = forward.given
+    outs = forward.empty(q.shape, q.dtype)
+    lses = forward.empty(stats_shape, torch.float32)
+    ms, ls, los = ((forward.empty(stats_shape, torch.float32), forward.empty(stats_shape, torch.float32),
+                    forward.empty(q.shape, q.dtype)) if save else (lses, lses, outs))
+    scale, qk_scale = forward.float_arg(0), forward.float_arg(1)
+    try:
+        launcher = _attn_fwd_kernel.bind((triton.cdiv(seq, config.block_m), batch * heads), fwd_args, fwd_meta,
+                                         runtime=len(fwd_args))
+        forward.launch(launcher, qs, ks, vs, outs, los, lses, ms, ls, *fwd_args[8:-2], scale, qk_scale)
+        if not save:
+            return _native.program(forward, [outs, lses])
+        backward = _native_backward(q, k, v, out, lse, group, causal)
+    except _native.Unsupported:
+        return _native.NOT_SERVED
+    if backward is None:
+        return _native.NOT_SERVED
+    record, (dqs, dks, dvs) = backward
+    gradients = [slot if need else None for slot, need in zip((dqs, dks, dvs), needs)]
+    return _native.program(forward, [outs, lses], saved=[qs, ks, vs, outs, los, ms, ls], backward=record,
+                           gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
+
+
+def _native_backward(q, k, v, out, lse, group: int, causal: bool):
+    """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
+    dq, dk and dv; None where the group's chunks would be summed in torch."""
+    batch, heads, seq, head_dim = q.shape
+    config = _bwd_config(head_dim)
+    chunk = group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * k.shape[1], q.device)
+    if chunk != group:
+        return None
+    dout, dq = torch.empty_like(out), torch.empty_like(out)
+    dk = torch.empty_like(k, memory_format=torch.contiguous_format)
+    dlse, delta = torch.empty_like(lse), torch.empty_like(lse)
+    record = _native.Builder(9)
+    q_s, k_s, v_s, out_s, lo_s, m_s, l_s, dout_s, dlse_s = record.given
+    dqs = record.empty(q.shape, q.dtype)
+    dks, dvs = (record.empty(k.shape, k.dtype) for _ in range(2))
+    delta_s = record.empty(lse.shape, torch.float32)
+    delta_args = (out, out, dout, dlse, delta, *_rows.launch_strides(dout), *_rows.launch_strides(dlse), heads, seq)
+    record.launch(
+        _bwd_delta_kernel.bind((triton.cdiv(seq, config.block_m2), batch * heads), delta_args,
+                               dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=True,
+                                    num_warps=config.num_warps), runtime=len(delta_args)),
+        out_s, lo_s, dout_s, dlse_s, delta_s, *delta_args[5:])
+    bwd_args = (q, k, v, dout, lse, lse, delta, dq, dk, dk, *_launch_strides(q, k, v, dout), heads, group, seq,
+                1.0, 1.0)
+    bwd_meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
+                    BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, num_warps=config.num_warps,
+                    num_stages=config.num_stages)
+    record.launch(
+        _attn_bwd_kernel.bind((triton.cdiv(seq, config.block_n1), batch * heads // chunk), bwd_args, bwd_meta,
+                              runtime=len(bwd_args)),
+        q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dks, dvs, *bwd_args[10:-2], record.float_arg(0),
+        record.float_arg(1))
+    return record, (dqs, dks, dvs)
+
+
 def _validate(q, k, v, causal, scale) -> float:
     check_tensor(OP, "q", q, dtypes=DTYPES, ndim=4)
     check_tensor(OP, "k", k, dtypes=DTYPES, ndim=4)
@@ -704,6 +808,10 @@ def flash_attention(
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         out, lse, *_ = flash_attention_op(q, k, v, causal, scale, grad)
         return out, lse
+    if _native.enabled():  # C++ host path (above)
+        outputs = _native_call(q, k, v, causal, scale, grad)
+        if outputs is not None:
+            return outputs
     if grad:
         return _FlashAttention.apply(q, k, v, causal, scale)
     return _forward(q, k, v, causal, scale)  # no graph to record: skip autograd's overhead

@@ -106,14 +106,16 @@ def _backward_bytes(dims, dtype):
     return _q_tokens(dims) * (4 * row + 8) + _kv_tokens(dims) * 4 * row
 
 
-def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None):
-    """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096), so that
-    eager's seq x seq fp32 score tensors stay near 2 GB at seq 8192. The performance model sees dims, not scalars, so the causal
-    flag is carried in the dims too (``causal``: 0 or 1; no tensor uses it) to halve the flops.
-    ``kv_heads`` (default: ``heads``) makes it grouped-query attention."""
+def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None, batch=None):
+    """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096) unless
+    ``batch`` is given: enough 128-query blocks to fill the GPU several times over. The performance
+    model sees dims, not scalars, so the causal flag is carried in the dims too (``causal``: 0 or 1;
+    no tensor uses it) to halve the flops. ``kv_heads`` (default: ``heads``) makes it grouped-query
+    attention."""
     heads = heads or min(16, 65536 // seq)
     kv_heads = kv_heads or heads
-    dims = {"batch": max(1, 65536 // (heads * seq)), "kv_heads": kv_heads, "group": heads // kv_heads,
+    batch = batch or max(1, 65536 // (heads * seq))
+    dims = {"batch": batch, "kv_heads": kv_heads, "group": heads // kv_heads,
             "seq": seq, "head_dim": head_dim, "causal": int(causal)}
     return BenchShape(dims, dtype, {"causal": causal, "scale": None}, quick=quick)
 
@@ -223,8 +225,11 @@ SPEC = KernelSpec(
             _shape(4096, 64, True),
             _shape(4096, 128, False),
             _shape(4096, 128, True),
-            _shape(512, 64, False),
-            _shape(8192, 128, True, dtype="bfloat16"),
+            # seq 16k: one sequence of 2 heads (256 blocks of 128 queries, two per SM), so that
+            # eager's and the fp64 re-check's 16k x 16k score tensors (2 GB and 4 GB a head) fit
+            _shape(16384, 64, True, heads=2, batch=1),
+            _shape(16384, 128, False, heads=2, batch=1),
+            _shape(16384, 128, True, heads=2, batch=1),
             # grouped-query attention, Llama's 32 q heads over 8 k/v heads
             _shape(4096, 128, True, dtype="bfloat16", heads=32, kv_heads=8),
         ),

@@ -267,3 +267,46 @@ def test_a_second_derivative_through_the_native_node_raises_as_once_differentiab
     (gx,) = torch.autograd.grad(y, x, torch.ones_like(y, requires_grad=True), create_graph=True)
     with pytest.raises(RuntimeError, match="backward is not differentiable"):
         gx.sum().backward()
+
+
+@needs_gpu
+@pytest.mark.parametrize("heads, kv_heads, seq, head_dim", [(4, 4, 200, 64), (16, 8, 2304, 64), (4, 2, 129, 128),
+                                                            (3, 1, 64, 32), (32, 1, 33, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("used", ["out and lse", "out only", "lse only", "q only", "none"])
+def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_does(heads, kv_heads, seq, head_dim,
+                                                                                  causal, used):
+    """Multi-head, grouped and multi-query attention (a group summed in one program, and groups
+    split in chunks, which the Python path serves), each output's gradient used or not (the native
+    backward takes zeros for an unused one), only q needing a gradient, and no graph."""
+    from kernels import flash_attention as module
+
+    assert _native.enabled(), "the native extension did not build on this CUDA machine"
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    shapes = [(2, heads, seq, head_dim), (2, kv_heads, seq, head_dim), (2, kv_heads, seq, head_dim)]
+    base = [torch.randn(s, device="cuda", dtype=torch.bfloat16, generator=gen) for s in shapes]
+    results, paths = [], []
+    for native in (True, False):
+        saved = _native._STATE[:]
+        if not native:
+            _native._STATE[:] = [None]
+        try:
+            args = [t.clone().requires_grad_(used != "none" and (used != "q only" or i == 0)) for i, t in enumerate(base)]
+            out, lse = module.flash_attention(*args, causal=causal, scale=0.3)
+            pairs = [(out, torch.linspace(-1, 1, out.numel(), device="cuda").reshape(out.shape).to(out.dtype)),
+                     (lse, torch.linspace(-2, 2, lse.numel(), device="cuda").reshape(lse.shape))]
+            pairs = {"out only": pairs[:1], "lse only": pairs[1:]}.get(used, pairs)
+            if used != "none":
+                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        finally:
+            _native._STATE[:] = saved
+        paths.append(type(out.grad_fn).__name__ if out.grad_fn is not None else None)
+        results.append([out.detach(), lse.detach()] + [a.grad for a in args])
+    group, key_blocks = heads // kv_heads, -(-seq // module._bwd_config(head_dim).block_n1)
+    chunked = group > 1 and module._bwd_chunk(group, key_blocks * 2 * kv_heads, base[0].device) != group
+    if used != "none":
+        assert paths[0] == ("BackwardCFunction" if chunked else "CppFunction"), paths
+    for ours, python in zip(*results):
+        assert (ours is None) == (python is None)
+        if ours is not None:
+            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
