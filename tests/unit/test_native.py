@@ -305,7 +305,7 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
     group, key_blocks = heads // kv_heads, -(-seq // module._bwd_config(head_dim).block_n1)
     chunked = group > 1 and module._bwd_chunk(group, key_blocks * 2 * kv_heads, base[0].device) != group
     if used != "none":
-        assert paths[0] == ("BackwardCFunction" if chunked else "CppFunction"), paths
+        assert paths[0] == ("_FlashAttentionBackward" if chunked else "CppFunction"), paths
     for ours, python in zip(*results):
         assert (ours is None) == (python is None)
         if ours is not None:
