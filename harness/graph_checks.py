@@ -25,6 +25,7 @@ for the CPU, a backend no GPU kernel's user runs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import types
@@ -298,11 +299,29 @@ def _pinned(pins: set, kwargs: dict[str, Any]) -> list[str]:
 
 
 def _compiled_call(entry: _Compiled, spec: KernelSpec, kwargs: dict[str, Any], case: Case, device, grad: bool):
-    # no duck shaping: two sizes that happen to be equal in this case must not share a symbol, or
-    # pinning one (legitimately, below) would pin the other
+    # No duck shaping: two sizes that happen to be equal in this case must not share a symbol, or
+    # pinning one (legitimately, below) would pin the other. No compiled-graph caches (Inductor's
+    # FX graph cache, AOTAutograd's): a hit evaluates the cached graph's guards in this call's
+    # ShapeEnv, which can replace a size's symbol by its value, a pin that the traced code never
+    # asked for. The H100 nightly failed flash_attention's compile check so, on a case that passed
+    # with the caches empty (head_dim pinned to 16); Inductor on the CPU pins the same case on a
+    # warm cache, not on an empty one, and with the caches off on neither.
     with torch._dynamo.config.patch(cache_size_limit=256, accumulated_cache_size_limit=4096), \
-            torch.fx.experimental._config.patch(use_duck_shape=False), torch.set_grad_enabled(grad):
+            torch.fx.experimental._config.patch(use_duck_shape=False), _no_graph_caches(), \
+            torch.set_grad_enabled(grad):
         return _call(spec, entry.function, kwargs, case, device)
+
+
+def _no_graph_caches():
+    """Inductor's FX graph cache and AOTAutograd's cache off for the block (``_compiled_call``)."""
+    import torch._functorch.config
+    import torch._inductor.config
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+    if hasattr(torch._functorch.config, "enable_autograd_cache"):
+        stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
+    return stack
 
 
 # What a compile error's text says about its cause, in the words a kernel author acts on.

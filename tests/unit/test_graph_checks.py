@@ -44,6 +44,32 @@ def test_declaring_static_shapes_accepts_a_pinned_graph():
     _run(spec, _pins_its_size, "compile", 4).run()
 
 
+def test_the_compile_check_compiles_with_the_compiled_graph_caches_off(monkeypatch):
+    """A cache hit evaluates the cached graph's guards in the new call's ShapeEnv and can pin a size
+    the traced code never asked for (``graph_checks._compiled_call``): every compile of the check
+    runs with Inductor's FX graph cache and AOTAutograd's cache off, and a compile outside it with
+    whatever the user configured."""
+    import torch._functorch.config
+    import torch._inductor.config
+
+    from harness import graph_checks
+
+    seen = []
+
+    def recording(gm, example_inputs):
+        seen.append((torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache))
+        return gm.forward
+
+    def softmax(x):  # a function of its own: the check keeps one compiled entry per function
+        return production.softmax(x)
+
+    monkeypatch.setattr(graph_checks, "compile_backend", lambda device: recording)
+    before = (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache)
+    _run(load_specs()["softmax"], softmax, "compile", 2).run()
+    assert seen and set(seen) == {(False, False)}, seen
+    assert (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache) == before
+
+
 def test_a_call_that_makes_no_custom_op_fails_opcheck():
     spec = load_specs()["softmax"]
     with pytest.raises(CheckFailure) as info:
