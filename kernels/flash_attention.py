@@ -69,8 +69,9 @@ normalised by the rounded weights' own sum. The reference (``references/flash_at
 states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's D is
 more accurate than that budget assumes.
 
-Tiling: on a GPU, blocks of 128 queries x 64 keys (4 warps for head_dim <= 64, 8 for 128), 3-4
-pipeline stages, and a shorter query block when a launch would not fill the device; under the
+Tiling: on a GPU, forward blocks of 128 queries x 64 keys (4 warps for head_dim <= 64, 8 for 128),
+3-4 pipeline stages, and a shorter query block when a launch would not fill the device (the
+backward's tiles per head_dim: ``_GPU_BWD``); under the
 interpreter, 32 x 16 (so that CPU-sized sequences span several blocks and the causal diagonal spans
 two key blocks, as 128 x 64 does on the GPU). See ``_GPU_FWD`` / ``_GPU_BWD``.
 """
