@@ -1,8 +1,8 @@
 """A reference-and-verification harness for fused GPU kernels.
 
 Public API for spec authors: ``KernelSpec`` and its parts (``TensorArg``, ``Dim``, ``Batch``,
-``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``, ``OptionalPeer``,
-``TilingCase``),
+``Numerics``, ``BadInput``, ``KnownFailure``, ``Implementation``, ``PerfModel``, ``BenchShape``,
+``OptionalPeer``, ``TilingCase``),
 ``register_value_kind`` for op-specific value distributions, and ``torch_dtype`` (a dtype's name
 to the torch dtype). For kernel authors: ``harness.validate``, the input checks the ``contract``
 check expects.
@@ -20,7 +20,7 @@ from typing import Any
 _EXPORTS = {
     **{name: "harness.spec" for name in (
         "BATCH", "BadInput", "Batch", "BenchShape", "Dim", "Implementation", "KernelSpec", "KnownFailure",
-        "OptionalPeer", "PerfModel", "SpecError", "TensorArg", "TilingCase")},
+        "Numerics", "OptionalPeer", "PerfModel", "SpecError", "TensorArg", "TilingCase")},
     "register_value_kind": "harness.values",
     "torch_dtype": "harness.case",
 }

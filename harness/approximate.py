@@ -6,7 +6,7 @@ Such a kernel is correct by the field's standard, yet differs from eager (libdev
 functions) by more than eager's own error where the argument is large: an fp32 softmax on the fast
 exp is 25 ulps off at an element of 3e-31, whose exponent argument is -70.
 
-A spec declares what its kernel approximates, ``KernelSpec.approximate_math = {"exp": hook}``: the
+A spec declares what its kernel approximates, ``Numerics(approximate_math={"exp": hook})``: the
 hook is called like the reference on the fp64 inputs and returns, for each element of each
 output, the argument of that function whose result the element carries (softmax: ``x - max``).
 :func:`allowance` turns it into the function's documented bound, in fp32 ulps of the oracle's

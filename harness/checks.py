@@ -136,7 +136,7 @@ def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dty
     """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples
     (and floored at an ulp of output k's term magnitudes, where the spec gives them; with the
     flushed reference's error and the approximate functions' allowance, where there are any)."""
-    multiple = spec.multiple_for(dtype, interpreting())
+    multiple = spec.numerics.multiple_for(dtype, interpreting())
     if len(got) != len(eager):
         return [Comparison("outputs", False, math.inf, multiple,
                            problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
@@ -146,7 +146,7 @@ def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dty
     terms, flushed, allowances = padded(terms), padded(flushed), padded(allowances)
     return [
         compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k],
-                term_precision(spec), flushed=_same_shape(flushed[k], e), allowance=allowances[k])
+                spec.numerics.term_dtype(), flushed=_same_shape(flushed[k], e), allowance=allowances[k])
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
 
@@ -183,11 +183,11 @@ def _to_dtype_of(outputs: tuple, like: tuple) -> tuple:
 
 def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) -> tuple:
     """Per output, the spec's approximate functions' allowance (harness.approximate), or None."""
-    if not spec.approximate_math:
+    if not spec.numerics.approximate_math:
         return ()
     out: list = [None] * len(oracle)
     with torch.no_grad():
-        for function, hook in spec.approximate_math.items():
+        for function, hook in spec.numerics.approximate_math.items():
             arguments = hook(**prepared.copies(torch.float64))
             arguments = tuple(arguments) if isinstance(arguments, (tuple, list)) else (arguments,)
             for k, (argument, o) in enumerate(zip(arguments, oracle)):
@@ -198,17 +198,14 @@ def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) 
     return tuple(out)
 
 
-def term_precision(spec: KernelSpec) -> torch.dtype | None:
-    return torch_dtype(spec.term_precision) if spec.term_precision else None
-
-
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
     """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none); a
     hook with a ``dtype`` parameter also gets the case's dtype (terms of two precisions)."""
-    if spec.term_magnitudes is None:
+    hook = spec.numerics.term_magnitudes
+    if hook is None:
         return ()
     with torch.no_grad():
-        out = spec.term_magnitudes(**prepared.copies(torch.float64), **_case_dtype_for(spec.term_magnitudes, prepared))
+        out = hook(**prepared.copies(torch.float64), **_case_dtype_for(hook, prepared))
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -326,12 +323,12 @@ def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs)
     a gradient whose terms pass through intermediates of two precisions (an fp32 accumulator and
     a product rounded to the 16-bit dtype) weighs each path by its own ulp.
     """
-    return _gradient_hook(spec.gradient_term_magnitudes, prepared, grad_outputs)
+    return _gradient_hook(spec.numerics.gradient_term_magnitudes, prepared, grad_outputs)
 
 
 def gradient_rounded_terms(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
     """The spec's root-sum-square of rounded terms of each gradient, in fp64 ({} if none)."""
-    return _gradient_hook(spec.gradient_rounded_terms, prepared, grad_outputs)
+    return _gradient_hook(spec.numerics.gradient_rounded_terms, prepared, grad_outputs)
 
 
 def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
@@ -396,7 +393,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         if written:
             problems += written
             continue
-        multiple = spec.multiple_for(case.dtype, interpreting(), gradients=True)
+        multiple = spec.numerics.multiple_for(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {where})"
             if e is None:
@@ -405,7 +402,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 problems.append(f"{label}: the kernel returned no gradient")
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
-            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), term_precision(spec),
+            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), spec.numerics.term_dtype(),
                                        rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e)))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 

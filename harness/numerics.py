@@ -73,7 +73,7 @@ Two more sources of legitimate difference are measured or declared, never grante
   error there: a flush is judged by the reference itself, element by element (a flush in a row
   does not loosen the row's other elements).
 * **Approximate functions.** A spec may declare that its kernel uses the GPU's fast ``exp`` or
-  ``sigmoid`` (``KernelSpec.approximate_math``, with the function's argument for each forward
+  ``sigmoid`` (``Numerics.approximate_math``, with the function's argument for each forward
   output element). ``harness.approximate`` turns the argument into the function's documented error bound
   (CUDA's math API: ``__expf`` errs by at most ``2 + floor(|1.173 x|)`` ulps), and an element
   within that bound passes whatever the budget; elsewhere the budget holds as before. A kernel

@@ -183,11 +183,12 @@ def replaying(spec: KernelSpec, fn: Fn, case: Case, device) -> KernelSpec:
     magnitude hooks where they take the same keyword (the terms depend on what was kept)."""
     mask = kernel_mask(spec, fn, case, device)
     with_mask = {spec.random.reference_mask: mask}
-    hooks = {hook: functools.partial(getattr(spec, hook), **with_mask)
+    numerics = spec.numerics
+    hooks = {hook: functools.partial(getattr(numerics, hook), **with_mask)
              for hook in TERM_HOOKS
-             if getattr(spec, hook) is not None
-             and takes_keyword(getattr(spec, hook), spec.random.reference_mask)}
-    return replace(spec, reference=functools.partial(spec.reference, **with_mask), **hooks)
+             if getattr(numerics, hook) is not None
+             and takes_keyword(getattr(numerics, hook), spec.random.reference_mask)}
+    return replace(spec, reference=functools.partial(spec.reference, **with_mask), numerics=replace(numerics, **hooks))
 
 
 def _mask_problems(mask: torch.Tensor, label: str) -> list[str]:

@@ -9,11 +9,13 @@ malformed spec fails at import, not halfway through a nightly run.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -243,6 +245,72 @@ def _wrap_implementation(value: Any) -> Implementation:
 
 
 @dataclass(frozen=True)
+class Numerics:
+    """How a spec's outputs and gradients are judged (``harness.numerics``): the error budget, in
+    multiples of eager's own error, and what the envelope may not drop below. One object per spec
+    (``KernelSpec.numerics``); every field has a default that suits a kernel whose outputs are
+    rounded once from sums that do not cancel.
+
+    The term hooks are called like the reference, with the fp64 inputs; a hook with a ``dtype``
+    parameter also gets the case's torch dtype (terms of mixed precisions), and a random spec's
+    hooks with its ``reference_mask`` keyword get the kernel's keep-mask.
+    """
+
+    # The budget: a multiple of eager's own error (>= 1), or one per dtype name.
+    error_multiple: float | Mapping[str, float] = 2.0
+    # The gradients' budget, where it differs from the outputs' (None: error_multiple).
+    gradient_error_multiple: float | Mapping[str, float] | None = None
+    # Per output, a tensor of the sum of |terms| each element is summed from (or None): the scale
+    # at which a reordered sum legitimately differs. The forward envelope never drops below one ulp
+    # of it. For outputs that cancel, e.g. attention's softmax(qk) @ v.
+    term_magnitudes: Callable[..., Any] | None = None
+    # The same for gradients, also given ``grad_outputs`` (fp64): {input name: sum of |terms| of
+    # each gradient element}. For gradients that are sums over many contributions, e.g. an
+    # embedding's scatter-add.
+    gradient_term_magnitudes: Callable[..., Any] | None = None
+    # For gradients summed from many terms that are each rounded to the case's dtype first
+    # (attention's dS before dS K): called like gradient_term_magnitudes, returns {input name: the
+    # root-sum-square of those terms per gradient element}. Independent roundings of n terms add
+    # up like a random walk, so their error is about a unit roundoff of this, not of the sum of
+    # |terms| (sqrt(n) times larger). The gradient's envelope never drops below a unit roundoff of
+    # it: it stands in for eager where eager's own roundings happened to cancel along a whole row.
+    gradient_rounded_terms: Callable[..., Any] | None = None
+    # The dtype whose ulp the terms of the hooks above carry, where finer than the output's:
+    # "float32" for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
+    term_precision: str | None = None
+    # The GPU's approximate functions the kernel uses ("exp", "sigmoid": harness.approximate), each
+    # with a hook called like the reference on the fp64 inputs that returns, per output, the
+    # function's argument for each element (or None for an output without it). An element within
+    # the function's documented error at that argument passes whatever the budget.
+    approximate_math: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:
+        """The error budget for ``dtype``: the declared multiple (``gradient_error_multiple`` for
+        gradients, when set), doubled for bf16 under the interpreter, whose fp32->bf16 stores
+        truncate (error up to one ulp) where hardware rounds to nearest (half an ulp): a defect
+        of the interpreter, not of the kernel."""
+        chosen = self.gradient_error_multiple if gradients and self.gradient_error_multiple is not None else self.error_multiple
+        if isinstance(chosen, Mapping):
+            declared = float(chosen.get(dtype, max(chosen.values())))
+        else:
+            declared = float(chosen)
+        return declared * (2.0 if interpreter and dtype == "bfloat16" else 1.0)
+
+    def term_dtype(self):
+        """``term_precision`` as a torch dtype, or None."""
+        if self.term_precision is None:
+            return None
+        from harness.case import torch_dtype
+
+        return torch_dtype(self.term_precision)
+
+
+# Numerics' fields, which KernelSpec took as keywords of its own before Numerics existed.
+NUMERICS_FIELDS = ("error_multiple", "gradient_error_multiple", "term_magnitudes", "gradient_term_magnitudes",
+                   "gradient_rounded_terms", "term_precision", "approximate_math")
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """Pairs a kernel with its reference, its inputs' generators and its performance model."""
 
@@ -255,8 +323,8 @@ class KernelSpec:
     # cardinality list needs the number of tables and the rows per table): ``ScalarStrategy``.
     scalars: Mapping[str, ScalarStrategy] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
-    error_multiple: float | Mapping[str, float] = 2.0
-    gradient_error_multiple: float | Mapping[str, float] | None = None
+    # How outputs and gradients are judged: the error budget and its term models (Numerics).
+    numerics: Numerics = field(default_factory=Numerics)
     deterministic: bool = True
     outputs: tuple[str, ...] = ("out",)
     bad_inputs: tuple[BadInput, ...] = ()
@@ -266,38 +334,12 @@ class KernelSpec:
     known_failures: tuple[KnownFailure, ...] = ()
     description: str = ""
     random: RandomSpec | None = None
-    # Optional: called like the reference, with the fp64 inputs, returns per output a tensor of
-    # the sum of |terms| each element is summed from (or None): the scale at which a reordered
-    # sum legitimately differs. The forward envelope never drops below one ulp of it (see
-    # harness.numerics). For outputs that cancel, e.g. attention's softmax(qk) @ v.
-    term_magnitudes: Callable[..., Any] | None = None
-    # Optional, the same for gradients: called like the reference with the fp64 inputs and
-    # ``grad_outputs`` (fp64), returns {input name: sum of |terms| of each gradient element}. For
-    # gradients that are sums over many contributions, e.g. an embedding's scatter-add. A hook
-    # with a ``dtype`` parameter also gets the case's torch dtype (terms of mixed precisions).
-    gradient_term_magnitudes: Callable[..., Any] | None = None
-    # Optional, for gradients summed from many terms that are each rounded to the case's dtype
-    # first (attention's dS before dS K): called like gradient_term_magnitudes, returns {input
-    # name: the root-sum-square of those terms per gradient element}. Independent roundings of n
-    # terms add up like a random walk, so their error is about a unit roundoff of this, not of the
-    # sum of |terms| (sqrt(n) times larger). The gradient's envelope never drops below a unit
-    # roundoff of it (harness.numerics): it stands in for eager where eager's own roundings
-    # happened to cancel along a whole row.
-    gradient_rounded_terms: Callable[..., Any] | None = None
-    # The dtype whose ulp the terms of both hooks carry, where finer than the output's: "float32"
-    # for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
-    term_precision: str | None = None
     # Sizes that reach each tiling path of the kernel at CPU scale (``TilingCase``): explicit
     # examples of every check that draws cases, so that no path depends on a lucky draw.
     tiling_cases: tuple[TilingCase, ...] = ()
     # Why a branch of the kernel's Triton code is not taken both ways by the CPU suite, keyed
     # "<function>: <branch line>" as ``harness branches`` prints it (harness.branches).
     unreached_on_cpu: Mapping[str, str] = field(default_factory=dict)
-    # The GPU's approximate functions the kernel uses ("exp", "sigmoid": harness.approximate), each
-    # with a hook called like the reference on the fp64 inputs that returns, per output, the
-    # function's argument for each element (or None for an output without it). An element within
-    # the function's documented error at that argument passes whatever the budget.
-    approximate_math: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     # Whether the compiled call must serve every size with one compilation (``torch.compile`` with
     # dynamic shapes; harness.graph_checks): False for a kernel whose sizes must be static.
     dynamic_shapes: bool = True
@@ -325,18 +367,6 @@ class KernelSpec:
         """The case dtypes that run property checks (fp64 is for gradcheck only)."""
         return tuple(d for d in self.dtypes if d != "float64")
 
-    def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:
-        """The error budget for ``dtype``: the declared multiple (``gradient_error_multiple`` for
-        gradients, when the spec sets one), doubled for bf16 under the interpreter, whose fp32->bf16
-        stores truncate (error up to one ulp) where hardware rounds to nearest (half an ulp): a
-        defect of the interpreter, not of the kernel."""
-        chosen = self.gradient_error_multiple if gradients and self.gradient_error_multiple is not None else self.error_multiple
-        if isinstance(chosen, Mapping):
-            declared = float(chosen.get(dtype, max(chosen.values())))
-        else:
-            declared = float(chosen)
-        return declared * (2.0 if interpreter and dtype == "bfloat16" else 1.0)
-
     def checks(self) -> tuple[str, ...]:
         """The checks that apply to this spec."""
         out = ["forward", "unwritten", "guards"]
@@ -357,6 +387,29 @@ class KernelSpec:
             if failure.matches(implementation, dtype, check):
                 return failure
         return None
+
+
+def _accept_numerics_keywords(init: Callable[..., None]) -> Callable[..., None]:
+    """KernelSpec's generated ``__init__``, taking Numerics' fields as keywords of its own as well,
+    as specs written before Numerics did: they go into ``numerics`` (over the one given, so that
+    ``dataclasses.replace(spec, error_multiple=3.0)`` changes that field alone), with a
+    DeprecationWarning that says where they belong now."""
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        legacy = {name: kwargs.pop(name) for name in NUMERICS_FIELDS if name in kwargs}
+        if legacy:
+            named = ", ".join(f"{name}=..." for name in legacy)
+            warnings.warn(f"KernelSpec({named}): these are fields of harness.Numerics; pass "
+                          f"numerics=Numerics({named})", DeprecationWarning, stacklevel=2)
+            given = kwargs.get("numerics")
+            kwargs["numerics"] = replace(given, **legacy) if isinstance(given, Numerics) else Numerics(**legacy)
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+KernelSpec.__init__ = _accept_numerics_keywords(KernelSpec.__init__)
 
 
 def _validate(spec: KernelSpec) -> None:
@@ -424,13 +477,16 @@ def _validate(spec: KernelSpec) -> None:
         fail("dtypes", f"must be a non-empty subset of {FLOAT_DTYPES}, got {spec.dtypes}")
     if not [d for d in spec.dtypes if d != "float64"]:
         fail("dtypes", "needs at least one of float32/float16/bfloat16 (float64 alone only serves gradcheck)")
+    numerics = spec.numerics
+    if not isinstance(numerics, Numerics):
+        fail("numerics", f"must be a Numerics, got {type(numerics).__name__}")
     multiples = []
-    for declared in (spec.error_multiple, spec.gradient_error_multiple):
+    for declared in (numerics.error_multiple, numerics.gradient_error_multiple):
         if declared is not None:
             multiples += list(declared.values()) if isinstance(declared, Mapping) else [declared]
     for m in multiples:
         if not isinstance(m, (int, float)) or not math.isfinite(m) or m < 1:
-            fail("error_multiple", f"must be a finite number >= 1 (a multiple of eager's own error), got {m!r}")
+            fail("numerics.error_multiple", f"must be a finite number >= 1 (a multiple of eager's own error), got {m!r}")
     if not spec.outputs or len(set(spec.outputs)) != len(spec.outputs):
         fail("outputs", f"must name each output once, got {spec.outputs}")
     for bad in spec.bad_inputs:
@@ -469,21 +525,21 @@ def _validate(spec: KernelSpec) -> None:
                 fail(f"{where}.scalars", f"names {scalar_name!r}, which is not a scalar of the spec")
     from harness.approximate import FUNCTIONS as _APPROXIMATE
 
-    for function, hook in spec.approximate_math.items():
+    for function, hook in numerics.approximate_math.items():
         if function not in _APPROXIMATE:
-            fail("approximate_math", f"unknown function {function!r}; known: {sorted(_APPROXIMATE)}")
+            fail("numerics.approximate_math", f"unknown function {function!r}; known: {sorted(_APPROXIMATE)}")
         if not callable(hook):
-            fail(f"approximate_math[{function!r}]", f"must be a function of the inputs giving the argument, got {type(hook).__name__}")
+            fail(f"numerics.approximate_math[{function!r}]", f"must be a function of the inputs giving the argument, got {type(hook).__name__}")
     for key, reason in spec.unreached_on_cpu.items():
         if not isinstance(key, str) or ": " not in key:
             fail("unreached_on_cpu", f"keys are '<function>: <branch line>' as `harness branches` prints them, got {key!r}")
         if not isinstance(reason, str) or not reason.strip():
             fail(f"unreached_on_cpu[{key!r}]", "say why the CPU suite cannot take this branch both ways")
-    if spec.term_precision is not None and spec.term_precision not in FLOAT_DTYPES:
-        fail("term_precision", f"must be one of {FLOAT_DTYPES} or None, got {spec.term_precision!r}")
+    if numerics.term_precision is not None and numerics.term_precision not in FLOAT_DTYPES:
+        fail("numerics.term_precision", f"must be one of {FLOAT_DTYPES} or None, got {numerics.term_precision!r}")
     for hook in TERM_HOOKS:
-        if getattr(spec, hook) is not None and not callable(getattr(spec, hook)):
-            fail(hook, f"must be callable, got {type(getattr(spec, hook)).__name__}")
+        if getattr(numerics, hook) is not None and not callable(getattr(numerics, hook)):
+            fail(f"numerics.{hook}", f"must be callable, got {type(getattr(numerics, hook)).__name__}")
     if spec.random is not None:
         if not isinstance(spec.random, RandomSpec):
             fail("random", f"must be a RandomSpec, got {type(spec.random).__name__}")
@@ -510,8 +566,8 @@ def _validate(spec: KernelSpec) -> None:
                 fail("perf.shapes", f"dtype {shape.dtype!r} is not among the spec's dtypes {spec.dtypes}")
 
 
-# The spec hooks that size the error budget from the inputs (validated alike; a random spec's are
-# handed the replayed keep-mask alike).
+# The Numerics hooks that size the error budget from the inputs (validated alike; a random spec's
+# are handed the replayed keep-mask alike).
 TERM_HOOKS = ("term_magnitudes", "gradient_term_magnitudes", "gradient_rounded_terms")
 
 

@@ -13,7 +13,7 @@ program in lookup order; no atomics (see ``kernels/dlrm_embedding.py``).
 
 from hypothesis import strategies as st
 
-from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.dlrm_embedding as kernel
@@ -56,8 +56,14 @@ SPEC = KernelSpec(
     name="dlrm_embedding",
     description="hashed embedding lookup over concatenated tables: weights[offset_f + (id + 1) mod card_f]",
     reference=reference.dlrm_embedding,
-    gradient_term_magnitudes=reference.gradient_term_magnitudes,
-    term_precision="float32",  # 16-bit tables' gradients are summed in fp32 (fp32 tables in fp64)
+    numerics=Numerics(
+        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_precision="float32",  # 16-bit tables' gradients are summed in fp32 (fp32 tables in fp64)
+        error_multiple=1.0,  # the forward copies rows: nothing to round
+        # The backward sums each row's repeated lookups, in another order than eager's: the standard
+        # budget for sums (an H100 nightly case, 65 lookups into 32 rows, scored 1.33 against 1).
+        gradient_error_multiple=2.0,
+    ),
     implementations={"triton": kernel.dlrm_embedding},
     tensors=(
         TensorArg("ids", dims=("batch", "features"), dtype="int64", values=("int64_ids", "tokens")),
@@ -72,10 +78,6 @@ SPEC = KernelSpec(
     },
     scalars={"cardinalities": _cardinalities},
     dtypes=("float32", "float16", "bfloat16"),
-    error_multiple=1.0,  # the forward copies rows: nothing to round
-    # The backward sums each row's repeated lookups, in another order than eager's: the standard
-    # budget for sums (an H100 nightly case, 65 lookups into 32 rows, scored 1.33 against 1).
-    gradient_error_multiple=2.0,
     bad_scalars={"cardinalities": [[], [0], [-1], [10**12], "8", 3, [2.0]]},
     bad_inputs=(
         BadInput("float ids", "ids", lambda kw: {**kw, "ids": kw["ids"].to(kw["weights"].dtype)}),

@@ -1,6 +1,6 @@
 """DLRM dot interaction: the Triton kernel against eager ``bmm`` + ``tril_indices`` gather."""
 
-from harness import BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.dlrm_interaction as kernel
@@ -32,9 +32,26 @@ SPEC = KernelSpec(
     name="dlrm_interaction",
     description="DLRM dot interaction: concat(dense, strict lower triangle of Z Z^T), Z = stack(dense, sparse)",
     reference=reference.dlrm_interaction,
-    term_magnitudes=reference.term_magnitudes,
-    gradient_term_magnitudes=reference.gradient_term_magnitudes,
-    term_precision="float32",  # tl.dot accumulates exact 16-bit products in fp32
+    numerics=Numerics(
+        term_magnitudes=reference.term_magnitudes,
+        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_precision="float32",  # tl.dot accumulates exact 16-bit products in fp32
+        # fp32 pairs are dot products of dim terms that may cancel; the kernel's tl.dot sums them in
+        # another order than eager's bmm (the term magnitudes floor the envelope at an ulp of the
+        # terms; a sum of dim terms may differ by several). Found by a seeded CI run: fp32, 1 feature, dim 16,
+        # a pair of -0.00276 2.42x eager's envelope; in units of eps * sum_d |z_id z_jd| the kernel's
+        # worst error was 1.35 and eager's 0.44 (a 16-term sum may reach 16). fp16/bf16 results are
+        # dominated by their final rounding and keep multiple 2.
+        error_multiple={"float32": 4.0, "float16": 2.0, "bfloat16": 2.0},
+        # dZ_t = sum_j (G + G^T)_tj Z_j sums 2T terms in another order than eager (which forms G Z and
+        # G^T Z by two bmm calls and adds them); where the terms cancel or one dominates (a dense row
+        # of scale 1e2 against unit sparse rows), the one-ulp errors of the terms become several ulps
+        # of the result at other elements than eager's (the gradient term magnitudes floor the
+        # envelope at one ulp of the 2T terms; a reordered sum of them may differ by several). Found by
+        # the CI profile: fp32, batch 1, 11 features, dim 5, grad sparse 2.07x eager's envelope, the
+        # kernel's error (7e-5 at 284) about 2 eps * sum_j |terms| there, within a 12-term fp32 sum's bound.
+        gradient_error_multiple=4.0,
+    ),
     implementations={"triton": kernel.dlrm_interaction},
     tensors=(
         TensorArg("dense", dims=("batch", "dim"), grad=True, values=("normal", "large", "small", "mixed_scales")),
@@ -48,21 +65,6 @@ SPEC = KernelSpec(
         "dim": Dim(cpu_max=40, gpu_max=260),
     },
     dtypes=("float32", "float16", "bfloat16"),
-    # fp32 pairs are dot products of dim terms that may cancel; the kernel's tl.dot sums them in
-    # another order than eager's bmm (the term magnitudes floor the envelope at an ulp of the
-    # terms; a sum of dim terms may differ by several). Found by a seeded CI run: fp32, 1 feature, dim 16,
-    # a pair of -0.00276 2.42x eager's envelope; in units of eps * sum_d |z_id z_jd| the kernel's
-    # worst error was 1.35 and eager's 0.44 (a 16-term sum may reach 16). fp16/bf16 results are
-    # dominated by their final rounding and keep multiple 2.
-    error_multiple={"float32": 4.0, "float16": 2.0, "bfloat16": 2.0},
-    # dZ_t = sum_j (G + G^T)_tj Z_j sums 2T terms in another order than eager (which forms G Z and
-    # G^T Z by two bmm calls and adds them); where the terms cancel or one dominates (a dense row
-    # of scale 1e2 against unit sparse rows), the one-ulp errors of the terms become several ulps
-    # of the result at other elements than eager's (the gradient term magnitudes floor the
-    # envelope at one ulp of the 2T terms; a reordered sum of them may differ by several). Found by
-    # the CI profile: fp32, batch 1, 11 features, dim 5, grad sparse 2.07x eager's envelope, the
-    # kernel's error (7e-5 at 284) about 2 eps * sum_j |terms| there, within a 12-term fp32 sum's bound.
-    gradient_error_multiple=4.0,
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,

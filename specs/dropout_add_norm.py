@@ -5,7 +5,7 @@ reference (``random=RandomSpec``; see ``harness.random_checks``)."""
 import torch
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
+from harness import BadInput, Batch, Dim, KernelSpec, Numerics, PerfModel, TensorArg, TilingCase
 from harness.spec import RandomSpec
 
 import kernels.dropout_add_norm as kernel
@@ -93,8 +93,11 @@ SPEC = KernelSpec(
     name="dropout_add_norm",
     description="norm(dropout(x + bias, p) + residual), LayerNorm or RMSNorm; prenorm sum and keep-mask optional",
     reference=_reference,
-    term_magnitudes=_terms,  # given the kernel's mask when the harness replays it
-    gradient_term_magnitudes=_gradient_terms,
+    numerics=Numerics(
+        term_magnitudes=_terms,  # given the kernel's mask when the harness replays it
+        gradient_term_magnitudes=_gradient_terms,
+        error_multiple=2.0,
+    ),
     implementations={"triton": _triton},
     tensors=(
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=_norm.INPUT_VALUES + ("zero_rows",)),
@@ -136,7 +139,6 @@ SPEC = KernelSpec(
                    scalars={"p": 0.5, "affine": "weight+bias", "with_bias": True}),
     ),
     unreached_on_cpu=_unreached.NORMS,
-    error_multiple=2.0,
     bad_scalars={
         "p": [-0.1, 1.5, float("nan")],
         "seed": [-1, 2**63, 1.5],

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.flash_attention as kernel
@@ -185,21 +185,23 @@ SPEC = KernelSpec(
     },
     unreached_on_cpu=_unreached.MATMUL,
     dtypes=("float16", "bfloat16"),
-    error_multiple=2.0,
-    term_magnitudes=_term_magnitudes,
-    # dQ = sum_j dS_ij k_j * scale sums terms that cancel (sum_j dS_ij = 0 exactly: the softmax
-    # gradient), after every flash kernel rounds dS to the input dtype (rounding 2 of the
-    # reference). The error is then eps * sum_j |dS_ij k_j|, far above an ulp of dQ, and falls on
-    # other elements in eager and in the kernel; the envelope sees only dQ's row, not the terms
-    # (docs/design-notes.md, "Known limits"). Found by the CI profile: fp16, causal, v of mixed
-    # row scales, dQ 3.66x eager's envelope at one element; measured in units of
-    # eps * sum_j |dS_ij k_jd| * scale, the kernel's worst error there is 3.32 and eager's 3.32 too.
-    gradient_error_multiple=4.0,
-    # The gradients' rounded terms (dS before dS K and dS^T Q, P before PV and P^T dO): where eager's
-    # own roundings cancel along a whole row, the envelope keeps a unit roundoff of their
-    # root-sum-square. The H100 nightly found bf16 dQ at 4.59x an envelope of one eps (head_dim 16,
-    # plain normal inputs: eager within an eps on all 16 elements of the row).
-    gradient_rounded_terms=_gradient_rounded_terms,
+    numerics=Numerics(
+        error_multiple=2.0,
+        term_magnitudes=_term_magnitudes,
+        # dQ = sum_j dS_ij k_j * scale sums terms that cancel (sum_j dS_ij = 0 exactly: the softmax
+        # gradient), after every flash kernel rounds dS to the input dtype (rounding 2 of the
+        # reference). The error is then eps * sum_j |dS_ij k_j|, far above an ulp of dQ, and falls on
+        # other elements in eager and in the kernel; the envelope sees only dQ's row, not the terms
+        # (docs/design-notes.md, "Known limits"). Found by the CI profile: fp16, causal, v of mixed
+        # row scales, dQ 3.66x eager's envelope at one element; measured in units of
+        # eps * sum_j |dS_ij k_jd| * scale, the kernel's worst error there is 3.32 and eager's 3.32 too.
+        gradient_error_multiple=4.0,
+        # The gradients' rounded terms (dS before dS K and dS^T Q, P before PV and P^T dO): where eager's
+        # own roundings cancel along a whole row, the envelope keeps a unit roundoff of their
+        # root-sum-square. The H100 nightly found bf16 dQ at 4.59x an envelope of one eps (head_dim 16,
+        # plain normal inputs: eager within an eps on all 16 elements of the row).
+        gradient_rounded_terms=_gradient_rounded_terms,
+    ),
     bad_scalars={"scale": [0.0, -0.5, float("nan"), float("inf"), "0.1"], "causal": [1, "yes", None]},
     bad_inputs=(
         BadInput("head_dim 24 (not 16, 32, 64 or 128)", "q",

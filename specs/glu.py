@@ -14,7 +14,7 @@ import functools
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.glu as kernel
@@ -50,7 +50,9 @@ SPEC = KernelSpec(
     bad_scalars={"activation": _BAD_ACTIVATIONS},
     tiling_cases=_elementwise.TILING_CASES,
     unreached_on_cpu=_unreached.ACTIVATIONS,
-    error_multiple=2.0,
+    numerics=Numerics(
+        error_multiple=2.0,
+    ),
     perf=PerfModel(
         peers=_peers.GLU,
         bytes_moved=lambda dims, dtype: _bytes(dims, dtype, 3),  # read a, b; write the output
@@ -116,7 +118,9 @@ PACKED_SPEC = KernelSpec(
         BadInput("x of odd width", "x", lambda kw: {**kw, "x": kw["x"][..., :-1]}),
     ),
     unreached_on_cpu=_unreached.ACTIVATIONS,
-    error_multiple=2.0,
+    numerics=Numerics(
+        error_multiple=2.0,
+    ),
     perf=PerfModel(
         bytes_moved=lambda dims, dtype: _packed_bytes(dims, dtype, 1, 1),  # read x; write the output
         # read x and grad (half width); write grad_x

@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 
 import kernels.layer_norm as kernel
 import references.layer_norm as reference
@@ -47,10 +47,12 @@ SPEC = KernelSpec(
     dtypes=("float32", "float16", "bfloat16", "float64"),
     tiling_cases=_norm.tiling_cases(affine="weight+bias"),
     unreached_on_cpu=_unreached.NORMS,
-    error_multiple=2.0,
-    term_magnitudes=_terms,
-    gradient_term_magnitudes=_gradient_terms,
-    term_precision="float32",  # formed in fp32 from the exact inputs
+    numerics=Numerics(
+        error_multiple=2.0,
+        term_magnitudes=_terms,
+        gradient_term_magnitudes=_gradient_terms,
+        term_precision="float32",  # formed in fp32 from the exact inputs
+    ),
     bad_scalars={"eps": _norm.BAD_EPS},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(

@@ -15,7 +15,7 @@ matmuls are cuBLAS (torch.matmul) on the rounded grad_z, exactly eager's.
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.linear_act as kernel
@@ -70,17 +70,19 @@ SPEC = KernelSpec(
     ),
     unreached_on_cpu={**_unreached.ACTIVATIONS, **_unreached.MATMUL},
     dtypes=("float16", "bfloat16"),
-    error_multiple=2.0,
-    # grad_bias sums grad_z over rows, in fp64 here and in fp32 in eager; when the sum cancels,
-    # each term's legitimate one-ulp error becomes many ulps of the result, at different elements
-    # in eager and kernel (docs/design-notes.md, "Cancelling reductions of few terms"). The
-    # gradient term magnitudes below now floor the envelope there (and for grad x and grad weight,
-    # an H100 nightly case); the multiple of 4 that predates them stays until a GPU nightly run
-    # passes at 2.
-    gradient_error_multiple=4.0,
-    term_magnitudes=reference.term_magnitudes,
-    gradient_term_magnitudes=reference.gradient_term_magnitudes,
-    term_precision="float32",  # z accumulates exact 16-bit products in fp32; the gradient hook weighs its 16-bit roundings
+    numerics=Numerics(
+        error_multiple=2.0,
+        # grad_bias sums grad_z over rows, in fp64 here and in fp32 in eager; when the sum cancels,
+        # each term's legitimate one-ulp error becomes many ulps of the result, at different elements
+        # in eager and kernel (docs/design-notes.md, "Cancelling reductions of few terms"). The
+        # gradient term magnitudes below now floor the envelope there (and for grad x and grad weight,
+        # an H100 nightly case); the multiple of 4 that predates them stays until a GPU nightly run
+        # passes at 2.
+        gradient_error_multiple=4.0,
+        term_magnitudes=reference.term_magnitudes,
+        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_precision="float32",  # z accumulates exact 16-bit products in fp32; the gradient hook weighs its 16-bit roundings
+    ),
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,

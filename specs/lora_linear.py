@@ -4,7 +4,7 @@ the Triton kernel (low-rank path fused into the base matmul) against the eager c
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.lora_linear as kernel
@@ -86,12 +86,14 @@ SPEC = KernelSpec(
     ),
     unreached_on_cpu=_unreached.MATMUL,
     dtypes=("float16", "bfloat16"),
-    error_multiple=2.0,
-    gradient_error_multiple=4.0,
-    term_magnitudes=reference.term_magnitudes,
-    gradient_term_magnitudes=reference.gradient_term_magnitudes,
-    # products summed in fp32; the gradient hook weighs the 16-bit roundings itself
-    term_precision="float32",
+    numerics=Numerics(
+        error_multiple=2.0,
+        gradient_error_multiple=4.0,
+        term_magnitudes=reference.term_magnitudes,
+        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        # products summed in fp32; the gradient hook weighs the 16-bit roundings itself
+        term_precision="float32",
+    ),
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,

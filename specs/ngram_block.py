@@ -10,7 +10,7 @@ n runs from 1 (ban everything generated) past the row length (ban nothing).
 
 from hypothesis import strategies as st
 
-from harness import BadInput, BenchShape, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 from harness import torch_dtype
 
 import kernels.ngram_block as kernel
@@ -47,7 +47,9 @@ SPEC = KernelSpec(
                                                        dims["length"] + 1}))
              | st.integers(1, dims["length"] + 2)},
     dtypes=("float32", "float16", "bfloat16"),
-    error_multiple=1.0,  # a copy and -inf: nothing to round
+    numerics=Numerics(
+        error_multiple=1.0,  # a copy and -inf: nothing to round
+    ),
     bad_scalars={"n": [0, -2, 2.5, True, "3"]},
     bad_inputs=(
         BadInput("float tokens", "tokens", lambda kw: {**kw, "tokens": kw["tokens"].to(kw["logits"].dtype)}),

@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from harness import BadInput, Batch, Dim, KernelSpec, PerfModel, TensorArg
+from harness import BadInput, Batch, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 
 import kernels.rms_norm as kernel
 import references.rms_norm as reference
@@ -59,11 +59,13 @@ SPEC = KernelSpec(
     dtypes=("float32", "float16", "bfloat16", "float64"),
     tiling_cases=_norm.tiling_cases(scale="weight"),
     unreached_on_cpu=_unreached.NORMS,
-    error_multiple=2.0,
-    # The output is a product (no terms to cancel); the gradients are cancelling sums, formed in
-    # fp32 from the exact inputs.
-    gradient_term_magnitudes=_gradient_terms,
-    term_precision="float32",
+    numerics=Numerics(
+        error_multiple=2.0,
+        # The output is a product (no terms to cancel); the gradients are cancelling sums, formed in
+        # fp32 from the exact inputs.
+        gradient_term_magnitudes=_gradient_terms,
+        term_precision="float32",
+    ),
     bad_scalars={"eps": _norm.BAD_EPS, "weight_offset": [float("nan"), float("inf")]},
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(

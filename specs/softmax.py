@@ -1,6 +1,6 @@
 """Softmax over the last dimension: the Triton kernel against ``torch.softmax``."""
 
-from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, PerfModel, TensorArg, TilingCase
+from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg, TilingCase
 from harness import torch_dtype
 
 import kernels.softmax as kernel
@@ -41,19 +41,21 @@ SPEC = KernelSpec(
                    dims={"*batch": [2], "rows": 5, "cols": 129}),
         TilingCase("rows of one block, several a program, the last program partial", dims={"*batch": [2], "rows": 5, "cols": 13}),
     ),
-    error_multiple=2.0,
-    # dx = y * (dy - sum(dy * y)) starts from the stored, rounded y (the kernel's own, not eager's)
-    # and cancels in peaked rows: measured on an H100, a correct kernel reaches 3.8x eager's envelope
-    # on fp32 rows of 1024 at logit scale 10 and 3.6x on bf16, and an exact fp64 backward applied
-    # to eager's own fp32 output scores 4 to 14 on such rows (it is the stored y, not the kernel).
-    # In 16 bits each y_j carries up to half an ulp of rounding, and dx_i moves by
-    # y_i * sum_j dy_j * (that rounding of y_j): two correct implementations whose y round
-    # differently land several ulps apart. The H100 nightly run scored 5.15 on a 15x27 bf16 case
-    # where the kernel's dx equals, bit for bit, the exact backward of the correctly rounded y (the
-    # CPU's eager gives the same); the GPU's eager happened to round y more luckily for that row.
-    # Simulated on that case, faithfully rounded y (each y_j either neighbour) scores median 2.2,
-    # p90 3.4, max 5.2 over 300 draws: 16-bit gradients get 8.
-    gradient_error_multiple={"float32": 4.0, "float64": 4.0, "float16": 8.0, "bfloat16": 8.0},
+    numerics=Numerics(
+        error_multiple=2.0,
+        # dx = y * (dy - sum(dy * y)) starts from the stored, rounded y (the kernel's own, not eager's)
+        # and cancels in peaked rows: measured on an H100, a correct kernel reaches 3.8x eager's envelope
+        # on fp32 rows of 1024 at logit scale 10 and 3.6x on bf16, and an exact fp64 backward applied
+        # to eager's own fp32 output scores 4 to 14 on such rows (it is the stored y, not the kernel).
+        # In 16 bits each y_j carries up to half an ulp of rounding, and dx_i moves by
+        # y_i * sum_j dy_j * (that rounding of y_j): two correct implementations whose y round
+        # differently land several ulps apart. The H100 nightly run scored 5.15 on a 15x27 bf16 case
+        # where the kernel's dx equals, bit for bit, the exact backward of the correctly rounded y (the
+        # CPU's eager gives the same); the GPU's eager happened to round y more luckily for that row.
+        # Simulated on that case, faithfully rounded y (each y_j either neighbour) scores median 2.2,
+        # p90 3.4, max 5.2 over 300 draws: 16-bit gradients get 8.
+        gradient_error_multiple={"float32": 4.0, "float64": 4.0, "float16": 8.0, "bfloat16": 8.0},
+    ),
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
         peers=_peers.SOFTMAX,

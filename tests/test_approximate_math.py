@@ -7,7 +7,7 @@ import functools
 import pytest
 import torch
 
-from harness import Dim, KernelSpec, SpecError, TensorArg
+from harness import Dim, KernelSpec, Numerics, SpecError, TensorArg
 from harness.device import current_device
 from harness.runner import CheckFailure, PropertyRun
 from harness.validate import interpreting
@@ -24,7 +24,9 @@ def _softmax_spec(kernel, declare: bool) -> KernelSpec:
         tensors=(TensorArg("x", dims=("rows", "cols"), values=("large", "normal")),),
         dims={"rows": Dim(cpu_max=4, gpu_max=64), "cols": Dim(cpu_max=64, gpu_max=1024)},
         dtypes=("float32",),
-        approximate_math={"exp": lambda x: x - x.amax(-1, keepdim=True)} if declare else {},
+        numerics=Numerics(
+            approximate_math={"exp": lambda x: x - x.amax(-1, keepdim=True)} if declare else {},
+        ),
     )
 
 
@@ -36,7 +38,9 @@ def _silu_mul_spec(kernel, declare: bool) -> KernelSpec:
         tensors=(TensorArg("a", dims=("n",), values=("large", "normal")), TensorArg("b", dims=("n",))),
         dims={"n": Dim(cpu_max=64, gpu_max=4096)},
         dtypes=("float32",),
-        approximate_math={"sigmoid": lambda a, b: a} if declare else {},
+        numerics=Numerics(
+            approximate_math={"sigmoid": lambda a, b: a} if declare else {},
+        ),
     )
 
 
@@ -78,7 +82,7 @@ def test_a_planted_4_ulp_error_away_from_the_tails_fails_either_way(subject, dec
 def test_an_unknown_approximate_function_is_named():
     spec = _softmax_spec(approx_kernels.fast_softmax, declare=False)
     with pytest.raises(SpecError, match="approximate_math: unknown function 'log'"):
-        dataclasses.replace(spec, approximate_math={"log": abs})
+        dataclasses.replace(spec, numerics=Numerics(approximate_math={"log": abs}))
 
 
 def test_the_allowance_admits_a_tail_error_within_the_documented_bound_and_no_more():

@@ -76,5 +76,5 @@ def test_the_h100_case_of_near_uniform_rows_and_equal_values_is_well_within_the_
     # Half the GPU's budget (not the interpreter's doubled one: this error is no store's
     # truncation): divided by the unrounded sum, the saved output put dQ at 4.02 envelopes here,
     # divided by the rounded one at 0.87.
-    budget = spec.multiple_for("bfloat16", interpreter=False, gradients=True)
+    budget = spec.numerics.multiple_for("bfloat16", interpreter=False, gradients=True)
     assert result.score is not None and result.score <= budget / 2, result.details()

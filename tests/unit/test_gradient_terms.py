@@ -111,6 +111,11 @@ def test_lora_linear_terms_weigh_the_rounded_low_rank_product_by_the_dtype():
     torch.testing.assert_close(bf16["lora_a"], fp32["lora_a"])
 
 
+def _spec(hook):
+    """What the harness reads of a spec to call its gradient terms hook."""
+    return SimpleNamespace(numerics=SimpleNamespace(gradient_term_magnitudes=hook))
+
+
 def test_the_harness_hands_the_case_dtype_only_to_hooks_that_take_it():
     seen = {}
 
@@ -124,10 +129,10 @@ def test_the_harness_hands_the_case_dtype_only_to_hooks_that_take_it():
     prepared = SimpleNamespace(case=SimpleNamespace(dtype="bfloat16"),
                                copies=lambda dtype: {"x": torch.ones(2, dtype=dtype)})
     grads = [torch.ones(2)]
-    gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=with_dtype), prepared, grads)
+    gradient_term_magnitudes(_spec(with_dtype), prepared, grads)
     assert seen["dtype"] is torch.bfloat16
-    assert set(gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=without), prepared, grads)) == {"x"}
-    assert gradient_term_magnitudes(SimpleNamespace(gradient_term_magnitudes=None), prepared, grads) == {}
+    assert set(gradient_term_magnitudes(_spec(without), prepared, grads)) == {"x"}
+    assert gradient_term_magnitudes(_spec(None), prepared, grads) == {}
 
 
 def _flash_grads_with_roundings(q, k, v, dout, dlse, causal, scale, rounding):

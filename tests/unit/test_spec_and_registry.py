@@ -1,11 +1,14 @@
 """Malformed specs fail at construction with the field named; discovery finds external specs."""
 
+import dataclasses
 import sys
 import textwrap
 
 import pytest
+import torch
 
-from harness import Batch, BenchShape, Dim, KernelSpec, KnownFailure, PerfModel, SpecError, TensorArg, TilingCase
+from harness import (Batch, BenchShape, Dim, KernelSpec, KnownFailure, Numerics, PerfModel, SpecError, TensorArg,
+                     TilingCase)
 from harness.registry import RegistryError, load_specs, select
 
 
@@ -53,11 +56,15 @@ def test_a_well_formed_spec_builds():
         ({"scalars": {"alpha": 0.5}}, "scalars['alpha']"),
         ({"dtypes": ("float8",)}, "dtypes"),
         ({"dtypes": ("float64",)}, "float64 alone"),
-        ({"error_multiple": 0.5}, "error_multiple"),
-        ({"error_multiple": {"float16": float("nan")}}, "error_multiple"),
+        ({"numerics": Numerics(error_multiple=0.5)}, "numerics.error_multiple"),
+        ({"numerics": Numerics(error_multiple={"float16": float("nan")})}, "numerics.error_multiple"),
+        ({"numerics": Numerics(gradient_error_multiple=0.9)}, "numerics.error_multiple"),
+        ({"numerics": Numerics(term_precision="float8")}, "numerics.term_precision"),
+        ({"numerics": {"error_multiple": 2.0}}, "numerics: must be a Numerics"),
         ({"bad_scalars": {"beta": [1]}}, "bad_scalars"),
         ({"known_failures": (KnownFailure("speed", "slow"),)}, "known_failures"),
-        ({"term_magnitudes": 3}, "term_magnitudes"),
+        ({"numerics": Numerics(term_magnitudes=3)}, "numerics.term_magnitudes"),
+        ({"numerics": Numerics(gradient_rounded_terms="rss")}, "numerics.gradient_rounded_terms"),
         ({"known_failures": (KnownFailure("forward", " "),)}, "needs a reason"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({}, "float32"),))}, "perf.shapes"),
         ({"perf": PerfModel(bytes_moved=lambda d, t: 0, shapes=(BenchShape({"n": 4}, "float64"),))}, "perf.shapes"),
@@ -75,6 +82,30 @@ def test_malformed_specs_name_the_field(overrides, field):
     with pytest.raises(SpecError) as info:
         _spec(**overrides)
     assert field in str(info.value)
+
+
+def test_numerics_fields_given_to_kernel_spec_itself_still_work_with_a_warning_naming_numerics():
+    """Specs written before Numerics passed its fields to KernelSpec: they land in ``numerics``
+    (over the one given, so ``dataclasses.replace`` changes that field alone), and a
+    DeprecationWarning says where they belong."""
+    with pytest.warns(DeprecationWarning, match=r"numerics=Numerics\(error_multiple=\.\.\., term_precision=\.\.\.\)"):
+        spec = _spec(error_multiple=3.0, term_precision="float32")
+    assert spec.numerics == Numerics(error_multiple=3.0, term_precision="float32")
+    with pytest.warns(DeprecationWarning):
+        changed = dataclasses.replace(spec, gradient_error_multiple=4.0)
+    assert changed.numerics == Numerics(error_multiple=3.0, gradient_error_multiple=4.0, term_precision="float32")
+    with pytest.warns(DeprecationWarning), pytest.raises(SpecError, match="numerics.error_multiple"):
+        _spec(error_multiple=0.5)
+
+
+def test_a_numerics_budget_is_per_dtype_and_per_direction():
+    numerics = Numerics(error_multiple={"float32": 4.0, "float16": 2.0}, gradient_error_multiple=3.0)
+    assert numerics.multiple_for("float32") == 4.0
+    assert numerics.multiple_for("bfloat16") == 4.0  # not named: the largest declared
+    assert numerics.multiple_for("float16", gradients=True) == 3.0
+    assert numerics.multiple_for("bfloat16", interpreter=True, gradients=True) == 6.0
+    assert Numerics().multiple_for("float16", gradients=True) == 2.0
+    assert Numerics(term_precision="float32").term_dtype() is torch.float32 and Numerics().term_dtype() is None
 
 
 def test_repository_specs_are_discovered():

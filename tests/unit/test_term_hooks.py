@@ -25,7 +25,7 @@ def _planted_forward(case_json: dict, index: tuple[int, ...], value: float) -> t
     rounded = spec.reference(**prepare(case, "cpu").copies(torch.float64)).to(torch.bfloat16)
     rounded[index] = value
     result = run_check(spec, lambda **kwargs: rounded.clone(), "forward", case, "cpu")
-    return result.score, spec.multiple_for(case.dtype, interpreter=False), result.details()
+    return result.score, spec.numerics.multiple_for(case.dtype, interpreter=False), result.details()
 
 
 # linear_act, H100 nightly: bf16 relu, x "large" against a "small" weight; z = 8.24e-6 summed in
@@ -84,11 +84,11 @@ def test_lora_linear_forward_terms_bound_the_output_for_any_sign_of_scale():
     a, b = torch.randn(4, 6, generator=gen, dtype=torch.float64), torch.randn(8, 4, generator=gen, dtype=torch.float64)
     spec = load_specs()["lora_linear"]
     for scale in (-1.5, 0.0, 2.0):
-        terms = spec.term_magnitudes(x, w, a, b, scale, dtype=torch.float32)
+        terms = spec.numerics.term_magnitudes(x, w, a, b, scale, dtype=torch.float32)
         out = spec.reference(x, w, a, b, scale)
         assert (terms >= 0).all() and (out.abs() <= terms * (1 + 1e-12)).all(), scale
         # 16 bits: eager's rounding of the scaled low-rank product, an ulp of the dtype of it
-        wide = spec.term_magnitudes(x, w, a, b, scale, dtype=torch.bfloat16)
+        wide = spec.numerics.term_magnitudes(x, w, a, b, scale, dtype=torch.bfloat16)
         ratio = torch.finfo(torch.bfloat16).eps / torch.finfo(torch.float32).eps
         low_rank = ((x @ a.T) @ b.T).abs() * abs(scale)
         assert torch.allclose(wide - terms, low_rank * (ratio - 1), rtol=1e-12, atol=0), scale
