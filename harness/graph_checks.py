@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import re
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -305,23 +305,26 @@ def _compiled_call(entry: _Compiled, spec: KernelSpec, kwargs: dict[str, Any], c
     # ShapeEnv, which can replace a size's symbol by its value, a pin that the traced code never
     # asked for. The H100 nightly failed flash_attention's compile check so, on a case that passed
     # with the caches empty (head_dim pinned to 16); Inductor on the CPU pins the same case on a
-    # warm cache, not on an empty one, and with the caches off on neither.
+    # warm cache, not on an empty one, and with the caches off on neither. (On the CPU one
+    # warm-cache case also gave values other than the direct call's: a cache's own fault, which
+    # users with the caches on may meet, and which this check, compiling afresh, does not judge.)
     with torch._dynamo.config.patch(cache_size_limit=256, accumulated_cache_size_limit=4096), \
             torch.fx.experimental._config.patch(use_duck_shape=False), _no_graph_caches(), \
             torch.set_grad_enabled(grad):
         return _call(spec, entry.function, kwargs, case, device)
 
 
-def _no_graph_caches():
+@contextlib.contextmanager
+def _no_graph_caches() -> Iterator[None]:
     """Inductor's FX graph cache and AOTAutograd's cache off for the block (``_compiled_call``)."""
     import torch._functorch.config
     import torch._inductor.config
 
-    stack = contextlib.ExitStack()
-    stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
-    if hasattr(torch._functorch.config, "enable_autograd_cache"):
-        stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
-    return stack
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch._inductor.config.patch(fx_graph_cache=False))
+        if hasattr(torch._functorch.config, "enable_autograd_cache"):
+            stack.enter_context(torch._functorch.config.patch(enable_autograd_cache=False))
+        yield
 
 
 # What a compile error's text says about its cause, in the words a kernel author acts on.

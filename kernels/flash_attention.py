@@ -57,8 +57,9 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     and dV are stored as they are; with several chunks each stores its fp32 partial sum and a
     torch sum over the chunks (fixed order, no atomics) adds them, rounding once. The split keeps
     multi-query attention's parallelism: on the H100 (bf16, 32 q heads, 1 k/v head, seq 4096,
-    head_dim 128, causal) forward+backward took 5.83 ms with the whole group per program, 2.06 ms
-    in chunks of 4, against 2.13 ms for the same attention with k and v repeated to 32 heads.
+    head_dim 128, causal; the backward tiles before results/2026-11-28-h100-20) forward+backward
+    took 5.83 ms with the whole group per program, 2.06 ms in chunks of 4, against 2.13 ms for the
+    same attention with k and v repeated to 32 heads.
 Query rows past the end of the sequence are loaded as zeros with maximum +inf, which makes
 their P exactly 0, so the dK/dV loop needs no masks except the causal ones; the dQ loop masks the
 keys past the end in its last block (as the forward does).
@@ -127,8 +128,9 @@ class BwdConfig(NamedTuple):
 # 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32 accumulator (128 x 128) at 64 registers per
 # thread. Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the
 # loop, so block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4
-# warps); there 64-query blocks in both phases and 2 stages took the backward 10-21% under 32-query
-# blocks with 3 (seq 4096).
+# warps); there (64, 64, 64, 64, 4, 2) took the backward 10-21% under (32, 64, 64, 32, 4, 3) (seq
+# 4096). At head_dim 64, 3 stages against 4: 0.4% faster non-causal, 5.7% causal; head_dim 16 and
+# 32 take head_dim 64's tiles, not measured on their own.
 _GPU_FWD = {
     16: FwdConfig(128, 64, 4, 4),
     32: FwdConfig(128, 64, 4, 4),
@@ -659,8 +661,11 @@ flash_attention_op.register_autograd(_op_backward, setup_context=_setup)
 # tiles and arguments as _forward and _backward, with two differences that change no bit: the
 # backward always takes the log-sum-exp's gradient (zeros where it went unused, as the node makes
 # them: D - 0 is D), and the scale is a per-call float. Signatures it does not serve take the
-# Python path: an operand whose head_dim stride is not 1 (copied there), an empty call, and a
-# grouped-query backward that sums the chunks of a group in torch.
+# Python path: an operand whose head_dim stride is not 1 (copied there), one not 16-byte aligned,
+# one broadcast along a dimension (a stride of 0: a saved-tensor hook such as save_on_cpu hands it
+# back as a copy, which the node cannot lay out again in overlapping memory), an empty call, a
+# grouped-query backward that sums the chunks of a group in torch, and a launch the native path
+# does not model (``_native.Unsupported``).
 # ----------------------------------------------------------------------------------------------
 
 _NATIVE_PLANS = _launch.plan_table()
@@ -681,7 +686,7 @@ def _native_call(q, k, v, causal: bool, scale: float, grad: bool):
 
 
 def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None) -> object:
-    if q.numel() == 0 or any(t.stride(-1) != 1 or t.data_ptr() & 15 for t in (q, k, v)):
+    if q.numel() == 0 or any(t.stride(-1) != 1 or t.data_ptr() & 15 or _broadcast(t) for t in (q, k, v)):
         return _native.NOT_SERVED
     batch, heads, seq, head_dim = q.shape
     stats_shape = (batch, heads, seq)
@@ -717,6 +722,11 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
     gradients = [slot if need else None for slot, need in zip((dqs, dks, dvs), needs)]
     return _native.program(forward, [outs, lses], saved=[qs, ks, vs, outs, los, ms, ls], backward=record,
                            gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
+
+
+def _broadcast(t: torch.Tensor) -> bool:
+    """Whether ``t`` repeats memory: a stride of 0 along a dimension of more than one element."""
+    return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
 
 
 def _native_backward(q, k, v, out, lse, group: int, causal: bool):

@@ -108,7 +108,7 @@ def _backward_bytes(dims, dtype):
 
 def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None, batch=None):
     """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096) unless
-    ``batch`` is given: enough 128-query blocks to fill the GPU several times over. The performance
+    ``batch`` is given: 512 blocks of 128 queries, about four per SM on an H100. The performance
     model sees dims, not scalars, so the causal flag is carried in the dims too (``causal``: 0 or 1;
     no tensor uses it) to halve the flops. ``kv_heads`` (default: ``heads``) makes it grouped-query
     attention."""
@@ -227,8 +227,9 @@ SPEC = KernelSpec(
             _shape(4096, 64, True),
             _shape(4096, 128, False),
             _shape(4096, 128, True),
-            # seq 16k: one sequence of 2 heads (256 blocks of 128 queries, two per SM), so that
-            # eager's and the fp64 re-check's 16k x 16k score tensors (2 GB and 4 GB a head) fit
+            # seq 16k: one sequence of 2 heads, so that eager's and the fp64 re-check's 16k x 16k
+            # score tensors (1 GiB a head in fp32, 2 GiB in fp64) fit. 256 blocks of 128 queries
+            # are under two per SM on an H100: the forward takes its 64-query blocks there
             _shape(16384, 64, True, heads=2, batch=1),
             _shape(16384, 128, False, heads=2, batch=1),
             _shape(16384, 128, True, heads=2, batch=1),

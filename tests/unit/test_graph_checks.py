@@ -64,7 +64,10 @@ def test_the_compile_check_compiles_with_the_compiled_graph_caches_off(monkeypat
         return production.softmax(x)
 
     monkeypatch.setattr(graph_checks, "compile_backend", lambda device: recording)
-    before = (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache)
+    # on, whatever this environment says, so that the check's own switch is what is tested
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", True)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", True)
+    before = (True, True)
     _run(load_specs()["softmax"], softmax, "compile", 2).run()
     assert seen and set(seen) == {(False, False)}, seen
     assert (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache) == before

@@ -270,42 +270,67 @@ def test_a_second_derivative_through_the_native_node_raises_as_once_differentiab
 
 
 @needs_gpu
-@pytest.mark.parametrize("heads, kv_heads, seq, head_dim", [(4, 4, 200, 64), (16, 8, 2304, 64), (4, 2, 129, 128),
-                                                            (3, 1, 64, 32), (32, 1, 33, 16)])
+@pytest.mark.parametrize("heads, kv_heads, seq, head_dim", [
+    (4, 4, 200, 64), (4, 4, 129, 128),
+    # seq None: the shortest that keeps a whole group in one backward program (native)
+    (16, 8, None, 64), (4, 1, None, 128),
+    # groups split in chunks, which the Python path serves on a GPU of this size
+    (4, 2, 129, 128), (3, 1, 64, 32), (32, 1, 33, 16),
+])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("used", ["out and lse", "out only", "lse only", "q only", "none"])
+@pytest.mark.parametrize("layout", ["contiguous", "seq-major"])
 def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_does(heads, kv_heads, seq, head_dim,
-                                                                                  causal, used):
+                                                                                  causal, used, layout, monkeypatch):
     """Multi-head, grouped and multi-query attention (a group summed in one program, and groups
     split in chunks, which the Python path serves), each output's gradient used or not (the native
-    backward takes zeros for an unused one), only q needing a gradient, and no graph."""
+    backward takes zeros for an unused one), only q needing a gradient, and no graph; operands
+    contiguous or (batch, seq, heads, head_dim) transposed; two calls of one program with two scales
+    (a per-call float)."""
     from kernels import flash_attention as module
+    from kernels._runtime import sm_count
 
     assert _native.enabled(), "the native extension did not build on this CUDA machine"
+    group, block_n1 = heads // kv_heads, module._bwd_config(head_dim).block_n1
+    if seq is None:
+        seq = block_n1 * -(-sm_count(0) // kv_heads)  # 2 x kv_heads x key blocks >= 2 programs per SM
+    chunked = group > 1 and module._bwd_chunk(group, -(-seq // block_n1) * 2 * kv_heads, torch.device("cuda")) != group
+    runs = []
+    monkeypatch.setattr(_native, "run", lambda *args, _run=_native.run: runs.append(1) or _run(*args))
     gen = torch.Generator(device="cuda").manual_seed(1)
-    shapes = [(2, heads, seq, head_dim), (2, kv_heads, seq, head_dim), (2, kv_heads, seq, head_dim)]
-    base = [torch.randn(s, device="cuda", dtype=torch.bfloat16, generator=gen) for s in shapes]
+
+    def operand(h):
+        if layout == "contiguous":
+            return torch.randn(2, h, seq, head_dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+        return torch.randn(2, seq, h, head_dim, device="cuda", dtype=torch.bfloat16, generator=gen).transpose(1, 2)
+
+    base = [operand(heads), operand(kv_heads), operand(kv_heads)]
     results, paths = [], []
     for native in (True, False):
         saved = _native._STATE[:]
         if not native:
             _native._STATE[:] = [None]
         try:
-            args = [t.clone().requires_grad_(used != "none" and (used != "q only" or i == 0)) for i, t in enumerate(base)]
-            out, lse = module.flash_attention(*args, causal=causal, scale=0.3)
-            pairs = [(out, torch.linspace(-1, 1, out.numel(), device="cuda").reshape(out.shape).to(out.dtype)),
-                     (lse, torch.linspace(-2, 2, lse.numel(), device="cuda").reshape(lse.shape))]
-            pairs = {"out only": pairs[:1], "lse only": pairs[1:]}.get(used, pairs)
-            if used != "none":
-                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+            got = []
+            for scale in (0.3, 0.7):
+                args = [t.detach().clone(memory_format=torch.preserve_format)
+                        .requires_grad_(used != "none" and (used != "q only" or i == 0)) for i, t in enumerate(base)]
+                out, lse = module.flash_attention(*args, causal=causal, scale=scale)
+                pairs = [(out, torch.linspace(-1, 1, out.numel(), device="cuda").reshape(out.shape).to(out.dtype)),
+                         (lse, torch.linspace(-2, 2, lse.numel(), device="cuda").reshape(lse.shape))]
+                pairs = {"out only": pairs[:1], "lse only": pairs[1:]}.get(used, pairs)
+                if used != "none":
+                    torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+                got += [out.detach(), lse.detach()] + [a.grad for a in args]
         finally:
             _native._STATE[:] = saved
         paths.append(type(out.grad_fn).__name__ if out.grad_fn is not None else None)
-        results.append([out.detach(), lse.detach()] + [a.grad for a in args])
-    group, key_blocks = heads // kv_heads, -(-seq // module._bwd_config(head_dim).block_n1)
-    chunked = group > 1 and module._bwd_chunk(group, key_blocks * 2 * kv_heads, base[0].device) != group
-    if used != "none":
+        results.append(got)
+    if used == "none":
+        assert runs == [1, 1], "the forward without a graph did not take the native path"
+    else:
         assert paths[0] == ("_FlashAttentionBackward" if chunked else "CppFunction"), paths
+    assert paths[1] in (None, "_FlashAttentionBackward"), paths
     for ours, python in zip(*results):
         assert (ours is None) == (python is None)
         if ours is not None:
