@@ -64,13 +64,13 @@ def test_the_compile_check_compiles_with_the_compiled_graph_caches_off(monkeypat
         return production.softmax(x)
 
     monkeypatch.setattr(graph_checks, "compile_backend", lambda device: recording)
-    # on, whatever this environment says, so that the check's own switch is what is tested
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", True)
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", True)
-    before = (True, True)
-    _run(load_specs()["softmax"], softmax, "compile", 2).run()
+    # on, whatever this environment says, so that the check's own switch is what is tested (the
+    # configs' own patch: monkeypatch's undo deletes a torch config entry instead of restoring it)
+    with torch._inductor.config.patch(fx_graph_cache=True), torch._functorch.config.patch(enable_autograd_cache=True):
+        _run(load_specs()["softmax"], softmax, "compile", 2).run()
+        after = (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache)
     assert seen and set(seen) == {(False, False)}, seen
-    assert (torch._inductor.config.fx_graph_cache, torch._functorch.config.enable_autograd_cache) == before
+    assert after == (True, True)
 
 
 def test_a_call_that_makes_no_custom_op_fails_opcheck():
