@@ -40,6 +40,7 @@ import triton
 import triton.language as tl
 
 import kernels._norm as norm
+import kernels._norm_tiling as tiling
 from harness.bench.timing import TimingPlan, median, time_interleaved
 from kernels import _activations, _launch, _rows, add_mul_act, bias_gelu, glu, linear_act, softmax
 from kernels.layer_norm import layer_norm
@@ -96,36 +97,36 @@ def _save_softmax():
 
 def _set_norm(limits):
     """The candidate as given: the norms' per-shape overrides are off while sweeping."""
-    norm._GPU_FWD, norm.OVERRIDES = limits, False
+    tiling._GPU_FWD, tiling.OVERRIDES = limits, False
 
 
 def _save_norm():
-    return _snapshot((norm, "_GPU_FWD"), (norm, "OVERRIDES"))
+    return _snapshot((tiling, "_GPU_FWD"), (tiling, "OVERRIDES"))
 
 
 def _set_dropout_norm_forward(limits):
     """dropout-add-norm's forward has its own limits (the overrides stay on: they apply them)."""
-    norm._GPU_FWD_DROPOUT = limits
+    tiling._GPU_FWD_DROPOUT = limits
 
 
 def _save_dropout_norm_forward():
-    return _snapshot((norm, "_GPU_FWD_DROPOUT"))
+    return _snapshot((tiling, "_GPU_FWD_DROPOUT"))
 
 
 def _set_norm_backward(limits):
-    norm._GPU_BWD, norm.OVERRIDES = limits, False
+    tiling._GPU_BWD, tiling.OVERRIDES = limits, False
 
 
 def _save_norm_backward():
-    return _snapshot((norm, "_GPU_BWD"), (norm, "OVERRIDES"))
+    return _snapshot((tiling, "_GPU_BWD"), (tiling, "OVERRIDES"))
 
 
 def _set_norm_columns(limits):
-    norm._GPU_BWD_COLUMNS = limits
+    tiling._GPU_BWD_COLUMNS = limits
 
 
 def _save_norm_columns():
-    return _snapshot((norm, "_GPU_BWD_COLUMNS"))
+    return _snapshot((tiling, "_GPU_BWD_COLUMNS"))
 
 
 def _set_elementwise(limits):
@@ -267,12 +268,12 @@ def _dropout_norm_forward_op(rows, cols, dtype):
 
 def _fp32_arithmetic(kernel: Callable[[], object]) -> object:
     """Run ``kernel`` with the norms' fp32 rows computed in fp32 (a diagnostic variant)."""
-    wide = norm._WIDE
-    norm._WIDE = (torch.float64,)
+    wide = tiling._WIDE
+    tiling._WIDE = (torch.float64,)
     try:
         return kernel()
     finally:
-        norm._WIDE = wide
+        tiling._WIDE = wide
 
 
 def _forget_softmax() -> None:
@@ -282,7 +283,7 @@ def _forget_softmax() -> None:
 
 
 def _forget_norm() -> None:
-    norm._tile.cache_clear()
+    tiling._tile.cache_clear()
     _launch.forget_plans()
 
 
@@ -298,35 +299,35 @@ TARGETS = {
                                          (32768, 128, torch.float32), (4096, 32768, torch.float32),
                                          (16384, 4096, torch.float16))),
         save=_save_softmax),
-    "layer_norm": Target(lambda: norm._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
+    "layer_norm": Target(lambda: tiling._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
                          tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
-    "rms_norm": Target(lambda: norm._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
+    "rms_norm": Target(lambda: tiling._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
                        tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
     # both norms' forward on the short rows where compile stays ahead, once the row offsets stopped
     # dividing (results/2026-11-24-h100-5): how many rows a program takes, and in how many threads
     "norm_forward_short": Target(
-        lambda: norm._GPU_FWD, _set_norm, _forget_norm,
+        lambda: tiling._GPU_FWD, _set_norm, _forget_norm,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((65536, 256, torch.bfloat16), (32768, 512, torch.bfloat16), (16384, 1024, torch.bfloat16))),
         save=_save_norm),
     # LayerNorm's forward on rows of 16384: one block in registers, or streamed twice in blocks
     "layer_norm_wide": Target(
-        lambda: norm._GPU_FWD, _set_norm, _forget_norm,
+        lambda: tiling._GPU_FWD, _set_norm, _forget_norm,
         {"max_block": (8192, 16384), "split_block": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op("layer_norm", *s) for s in ((1024, 16384, torch.bfloat16), (2048, 16384, torch.float16))),
         save=_save_norm),
     # the backward of both norms for rows within one block (wider rows: norm_backward_columns); the
     # norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
+        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
-              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)) if s[1] <= norm._GPU_BWD.max_block),
+              for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)) if s[1] <= tiling._GPU_BWD.max_block),
         save=_save_norm_backward),
     # dropout-add-LayerNorm's backward (the same kernel with DROPOUT): issue 4's fp32 case and bf16
     "dropout_norm_backward": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
+        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
@@ -335,45 +336,45 @@ TARGETS = {
     # row tiles and writes one partial row) and whether it loads its next tile ahead, both forced,
     # at the production tiles (the tile overrides stay on; the recorded tile is the shared limits')
     "norm_backward_groups": Target(
-        lambda: norm._GPU_BWD, lambda limits: None, _forget_norm,
+        lambda: tiling._GPU_BWD, lambda limits: None, _forget_norm,
         {"programs_per_sm": (2, 4), "prefetch": (False, True)},
         (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16)))),
-        knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM"), "prefetch": (norm, "BWD_PREFETCH")}),
+        knobs={"programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM"), "prefetch": (tiling, "BWD_PREFETCH")}),
     # rows wider than one block (the row-sums kernel, then the column kernel), for the three ops:
     # the column block, the rows a tile and the threads, and programs per SM
     "norm_backward_columns": Target(
-        lambda: norm._GPU_BWD_COLUMNS, _set_norm_columns, _forget_norm,
+        lambda: tiling._GPU_BWD_COLUMNS, _set_norm_columns, _forget_norm,
         {"split_block": (1024, 2048), "target_elems": (1024, 2048), "thread_bytes": (32, 64),
          "programs_per_sm": (4, 8, 16)},
         (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
          _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
-        save=_save_norm_columns, knobs={"programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
+        save=_save_norm_columns, knobs={"programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM")}),
     # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile).
     # The JSON records each candidate's tile from _GPU_BWD_COLUMNS as given, a single block at these
     # widths: a columns_from 2048 candidate launches that limits' split_block columns instead.
     "norm_backward_columns_from": Target(
-        lambda: norm._GPU_BWD_COLUMNS, lambda limits: None, _forget_norm,
+        lambda: tiling._GPU_BWD_COLUMNS, lambda limits: None, _forget_norm,
         {"columns_from": (None, 2048), "programs_per_sm": (None, 4)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((2048, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16), (8192, 2048, torch.bfloat16))),
-        knobs={"columns_from": (norm, "BWD_COLUMNS_FROM"), "programs_per_sm": (norm, "BWD_PROGRAMS_PER_SM")}),
+        knobs={"columns_from": (tiling, "BWD_COLUMNS_FROM"), "programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM")}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(
-        lambda: norm._GPU_BWD, _set_norm_backward, _forget_norm,
+        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64), "prefetch": (True,)},
         (_dropout_norm_backward_op(8192, 1024, torch.float32),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (32768, 512, torch.bfloat16)))),
-        save=_save_norm_backward, knobs={"prefetch": (norm, "BWD_PREFETCH")}),
+        save=_save_norm_backward, knobs={"prefetch": (tiling, "BWD_PREFETCH")}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
-        lambda: norm._GPU_FWD_DROPOUT, _set_dropout_norm_forward, _forget_norm,
+        lambda: tiling._GPU_FWD_DROPOUT, _set_dropout_norm_forward, _forget_norm,
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),

@@ -1,7 +1,7 @@
 """Bias-dropout-residual-add-norm: ``norm(dropout(x + bias, p) + residual)``, LayerNorm or RMSNorm.
 
 The block at the seam of every pre-norm/post-norm transformer layer, fused into one forward pass
-and one backward pass (the shared kernels of ``kernels/_norm.py``):
+and one backward pass (the shared kernels of ``kernels/_norm_kernels.py``):
 
 * Forward: read x, residual (and the bias and norm weights, one row each); build
   ``s = dropout(x + bias) + residual`` in registers, round it to the input dtype, normalise it
@@ -14,7 +14,7 @@ and one backward pass (the shared kernels of ``kernels/_norm.py``):
   sums in the same pass.
 
 The mask is never stored for the backward: it is regenerated from the seed, with the counter-based
-Philox stream of :func:`kernels._norm.keep_mask` (a function of the seed and each element's
+Philox stream of :func:`kernels._norm_stats.keep_mask` (a function of the seed and each element's
 position only). The same seed gives the same mask on every call, every layout and in both passes;
 a training loop passes a fresh seed per step and layer.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_native, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _norm_tiling, _ops
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape
 
 OP = "dropout_add_norm"
@@ -37,7 +37,7 @@ NORMS = ("layer", "rms")
 
 def block_boundaries() -> tuple[int, ...]:
     """Hidden sizes where the tiling changes on the current backend (for test shapes)."""
-    return _norm.block_boundaries()
+    return _norm_tiling.block_boundaries()
 
 
 class _DropoutAddNorm(torch.autograd.Function):
@@ -91,7 +91,7 @@ def dropout_add_norm_op(x, residual, bias, weight, norm_bias, p, seed, rms, eps,
                            store_stats=save)
     return (result.y, result.s if save or prenorm else _nothing(x, x.dtype),
             result.mask if return_mask else _nothing(x, torch.bool),
-            result.stats if save else _nothing(x, _norm._stats_dtype(x.dtype)))
+            result.stats if save else _nothing(x, _norm_tiling._stats_dtype(x.dtype)))
 
 
 def _nothing(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """LayerNorm over the last dimension: Triton forward and backward behind ``torch.autograd.Function``.
 
 ``y = (x - mean) / sqrt(var + eps) * weight + bias`` per row, weight and bias optional, any hidden
-size. The kernels are the shared norm kernels of ``kernels/_norm.py`` (one forward pass holding a
+size. The kernels are the shared norm kernels of ``kernels/_norm_kernels.py`` (one forward pass holding a
 row in registers, fp32 statistics shifted by the row's first element, one backward pass with
 weight/bias gradients reduced from per-row-group partial sums, no atomics); this module holds the
 op's contract and its autograd wiring.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_native, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _norm_tiling, _ops
 
 OP = "layer_norm"
 DTYPES = _norm.DTYPES
@@ -22,7 +22,7 @@ DTYPES = _norm.DTYPES
 
 def block_boundaries() -> tuple[int, ...]:
     """Hidden sizes where the tiling changes on the current backend (for test shapes)."""
-    return _norm.block_boundaries()
+    return _norm_tiling.block_boundaries()
 
 
 class _LayerNorm(torch.autograd.Function):

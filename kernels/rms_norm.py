@@ -5,7 +5,7 @@
 from one. The offset is added in fp32 inside the kernel, so an fp16/bf16 weight near 0 keeps its
 precision (``1 + weight`` rounded to bf16 first would lose it).
 
-The kernels are the shared norm kernels of ``kernels/_norm.py``: one forward pass holding a row
+The kernels are the shared norm kernels of ``kernels/_norm_kernels.py``: one forward pass holding a row
 in registers with its mean square in fp32, one backward pass whose weight gradient is reduced from
 per-row-group partial sums (no second pass over the rows, no atomics). An all-zero row gives
 ``rstd = 1/sqrt(eps)`` and a zero output, as torch does.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels import _norm, _norm_native, _norm_ops, _ops
+from kernels import _norm, _norm_native, _norm_ops, _norm_tiling, _ops
 from kernels._validate import check_finite_scalar
 
 OP = "rms_norm"
@@ -24,7 +24,7 @@ DTYPES = _norm.DTYPES
 
 def block_boundaries() -> tuple[int, ...]:
     """Hidden sizes where the tiling changes on the current backend (for test shapes)."""
-    return _norm.block_boundaries()
+    return _norm_tiling.block_boundaries()
 
 
 class _RMSNorm(torch.autograd.Function):

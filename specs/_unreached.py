@@ -7,7 +7,7 @@ A leading underscore keeps the registry from looking for a spec here.
 
 NORMS = {
     "_sqrt: if PRECISE and x.dtype == tl.float32:":
-        "fp32 rows compute in fp64 (kernels/_norm.py WIDE_FP32 = True), so PRECISE never meets an fp32 "
+        "fp32 rows compute in fp64 (kernels/_norm_tiling.py WIDE_FP32 = True), so PRECISE never meets an fp32 "
         "value; the branch serves WIDE_FP32 = False",
     "div: if PRECISE and a.dtype == tl.float32:":
         "the norms are its only PRECISE callers, and their fp32 rows compute in fp64 (WIDE_FP32)",

@@ -28,7 +28,7 @@ from kernels import _launch
 @dataclass(frozen=True)
 class Mutant:
     """One planted fault: ``original`` replaced by ``replacement`` in ``module``'s source, seen by
-    the op modules ``users`` (each refers to the module by its last name, ``_norm.forward(...)``).
+    the modules ``users`` (each refers to the module by its last name, ``_norm_kernels._norm_fwd_kernel``).
     The spec, check and dtype that must catch it, and a text the report must contain."""
 
     name: str
@@ -48,10 +48,10 @@ MUTANTS = (
         name="norm_later_blocks_scaled_by_the_first",
         why="the forward's second pass scales every column block by the weights of the first block "
             "(a block offset forgotten): only rows of several blocks are wrong",
-        module="kernels._norm",
+        module="kernels._norm_kernels",
         original="y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, start, cols, n_cols, w_offset, HAS_W, COMPUTE)",
         replacement="y = _normalized(s, k, m, rstd, RMS) * _scale_vector(w_ptr, 0, cols, n_cols, w_offset, HAS_W, COMPUTE)",
-        users=("kernels.layer_norm", "kernels._norm_native"),
+        users=("kernels._norm",),
         spec="layer_norm",
         check="forward",
         dtype="float32",
@@ -61,10 +61,10 @@ MUTANTS = (
         name="norm_partials_of_every_group_in_one_row",
         why="the backward's row groups all write their weight-gradient partial sums to the first "
             "group's row (the group offset forgotten): only a split reduction is wrong",
-        module="kernels._norm",
+        module="kernels._norm_kernels",
         original="part_row = group.to(tl.int64) * n_cols + start",
         replacement="part_row = start + 0 * group",
-        users=("kernels.rms_norm", "kernels._norm_native"),
+        users=("kernels._norm",),
         spec="rms_norm",
         check="backward",
         dtype="float32",
@@ -74,10 +74,10 @@ MUTANTS = (
         name="dropout_mask_of_later_blocks_from_column_zero",
         why="the backward regenerates the keep-mask of every column block at column 0 instead of "
             "at the block's offset: the mask differs from the forward's past the first block",
-        module="kernels._norm",
+        module="kernels._norm_kernels",
         original="keep = keep_mask(seed, threshold, rows, start, ROWS, BLOCK, DRAW)\n            dx = _dropped(",
         replacement="keep = keep_mask(seed, threshold, rows, 0, ROWS, BLOCK, DRAW)\n            dx = _dropped(",
-        users=("kernels.dropout_add_norm", "kernels._norm_native"),
+        users=("kernels._norm",),
         spec="dropout_add_norm",
         check="backward",
         dtype="float32",

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import kernels._norm as norm
+import kernels._norm_tiling as tiling
 import kernels.softmax as softmax
 from kernels import _rows
 from kernels._runtime import kernel_device_type
@@ -26,9 +27,9 @@ _KINDS = {  # forward's keyword arguments besides the inputs
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("kind", list(_KINDS))
 def test_even_tiles_give_the_masked_kernels_bits(kind, dtype, monkeypatch):
-    n = min(norm._fwd_limits().max_block, 256)  # one block a row, several rows a tile
+    n = min(tiling._fwd_limits().max_block, 256)  # one block a row, several rows a tile
     dropout = kind == "dropout_add_norm"
-    tile = norm._tile(n, dtype, backward=False, dropout=dropout)
+    tile = tiling._tile(n, dtype, backward=False, dropout=dropout)
     rows = 2 * tile.rows
     gen = torch.Generator().manual_seed(n)
     device = kernel_device_type()

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kernels._norm as norm
+import kernels._norm_tiling as tiling
 from kernels.dropout_add_norm import dropout_add_norm
 from kernels.layer_norm import layer_norm
 from kernels.rms_norm import rms_norm
@@ -32,7 +33,7 @@ def _inputs(cols, grad):
 
 
 # one block and streamed rows on either backend (the last: one column past the widest block)
-@pytest.mark.parametrize("cols", [48, 200, norm._fwd_limits().max_block + 1])
+@pytest.mark.parametrize("cols", [48, 200, tiling._fwd_limits().max_block + 1])
 @pytest.mark.parametrize("op", list(_OPS))
 def test_output_without_a_graph_is_the_same(op, cols):
     with_graph = _OPS[op](*_inputs(cols, grad=True))

@@ -6,7 +6,7 @@ several ulps wrong: the tree sum of a block (the H100 nightly: a bf16 output 2 u
 element near the row mean, 2.12x its envelope) and Chan's running mean over the blocks of a
 streamed row (the same case on the interpreter's small tile: 4.4 ulps, 6.5x). The kernel refines
 each block's mean with the mean of its deviations and carries the running mean's rounding
-(``kernels._norm._block_mean``, ``_stats_add``). Checked on the kernels' device with the H100
+(``kernels._norm_stats._block_mean``, ``_stats_add``). Checked on the kernels' device with the H100
 case's rows: as one block (the GPU tile) and streamed in blocks (the interpreter's tile).
 """
 
@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import kernels._norm as norm
+import kernels._norm_tiling as norm_tiling
 from harness.case import Case
 from kernels._runtime import kernel_device_type
 
@@ -26,11 +27,11 @@ _CASE = {"dims": {"*batch": [], "cols": 8193, "rows": 127}, "dtype": "bfloat16",
 
 @pytest.fixture(params=["one block", "streamed"])
 def tiling(request, monkeypatch):
-    limits = {"one block": norm._GPU_FWD, "streamed": norm._INTERPRETER_FWD}[request.param]
-    monkeypatch.setattr(norm, "_fwd_limits", lambda: limits)
-    norm._tile.cache_clear()
+    limits = {"one block": norm_tiling._GPU_FWD, "streamed": norm_tiling._INTERPRETER_FWD}[request.param]
+    monkeypatch.setattr(norm_tiling, "_fwd_limits", lambda: limits)
+    norm_tiling._tile.cache_clear()
     yield request.param
-    norm._tile.cache_clear()
+    norm_tiling._tile.cache_clear()
 
 
 def test_the_mean_is_within_an_ulp_of_the_exact_one(tiling):

@@ -1,4 +1,4 @@
-"""The norms' GPU launch choices (``kernels._norm._tile``) and dropout's scale, checked on the CPU.
+"""The norms' GPU launch choices (``kernels._norm_tiling._tile``) and dropout's scale, checked on the CPU.
 
 The GPU launches apply per-shape exceptions measured on the H100 after the shared limits; these
 tests pin which shapes they reach, that they stay off under the interpreter and while a sweep
@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kernels._norm as norm
+import kernels._norm_tiling as tiling
 from kernels import _launch, _rows
 from kernels._runtime import kernel_device_type
 
@@ -19,74 +20,74 @@ from kernels._runtime import kernel_device_type
 def on_gpu(monkeypatch):
     """_tile as it chooses on a GPU."""
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
-    monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
-    norm._tile.cache_clear()
+    monkeypatch.setattr(tiling, "_fwd_limits", lambda: tiling._GPU_FWD)
+    tiling._tile.cache_clear()
     yield
-    norm._tile.cache_clear()
+    tiling._tile.cache_clear()
 
 
 def _plain(n, dtype):
-    return _rows.row_tile(n, dtype.itemsize, norm._GPU_BWD)
+    return _rows.row_tile(n, dtype.itemsize, tiling._GPU_BWD)
 
 
 def test_overrides_reach_only_their_shapes(on_gpu):
     bf16, fp32 = torch.bfloat16, torch.float32
     # 16-bit rows of 512-1024: fewer warps, both norms; 256-wide rows keep the shared tile
-    assert norm._tile(1024, bf16, True, False).num_warps < _plain(1024, bf16).num_warps
-    assert norm._tile(512, bf16, True, False).num_warps < _plain(512, bf16).num_warps
-    assert norm._tile(256, bf16, True, False) == _plain(256, bf16)
-    assert norm._tile(1024, fp32, True, False) == _plain(1024, fp32)
+    assert tiling._tile(1024, bf16, True, False).num_warps < _plain(1024, bf16).num_warps
+    assert tiling._tile(512, bf16, True, False).num_warps < _plain(512, bf16).num_warps
+    assert tiling._tile(256, bf16, True, False) == _plain(256, bf16)
+    assert tiling._tile(1024, fp32, True, False) == _plain(1024, fp32)
     # rows wider than a block: the column kernel's blocks, for every op and dtype
     for dtype in (bf16, fp32, torch.float64):
         for dropout in (False, True):
-            wide = norm._tile(16384, dtype, True, dropout)
-            assert wide == _rows.row_tile(16384, dtype.itemsize, norm._GPU_BWD_COLUMNS)
-            assert wide.col_blocks == 16384 // norm._GPU_BWD_COLUMNS.split_block
+            wide = tiling._tile(16384, dtype, True, dropout)
+            assert wide == _rows.row_tile(16384, dtype.itemsize, tiling._GPU_BWD_COLUMNS)
+            assert wide.col_blocks == 16384 // tiling._GPU_BWD_COLUMNS.split_block
     # dropout-add-norm: 8 KB of input a tile whatever the dtype, but fp32 rows of 1024: one row, 4 warps
     for n, dtype in ((1024, bf16), (512, fp32), (2048, fp32)):
-        tile = norm._tile(n, dtype, True, True)
-        assert tile.rows * tile.block * dtype.itemsize == norm._DROPOUT_BWD_TILE_BYTES
-    assert norm._tile(1024, fp32, True, True)[:3] == (1024, 1, 4)
+        tile = tiling._tile(n, dtype, True, True)
+        assert tile.rows * tile.block * dtype.itemsize == tiling._DROPOUT_BWD_TILE_BYTES
+    assert tiling._tile(1024, fp32, True, True)[:3] == (1024, 1, 4)
     # the plain forward keeps the shared tile; dropout-add-norm's forward takes 1024 elements a program
-    assert norm._tile(1024, bf16, False, False) == _rows.row_tile(1024, 2, norm._GPU_FWD)
+    assert tiling._tile(1024, bf16, False, False) == _rows.row_tile(1024, 2, tiling._GPU_FWD)
     for n, dtype in ((1024, fp32), (1024, bf16), (256, bf16)):
-        dropout, plain = norm._tile(n, dtype, False, True), norm._tile(n, dtype, False, False)
+        dropout, plain = tiling._tile(n, dtype, False, True), tiling._tile(n, dtype, False, False)
         assert (dropout.rows, plain.rows) == (1024 // n, 4096 // n)
         assert dropout.num_warps == plain.num_warps * dropout.rows // plain.rows  # the same bytes a thread
     # rows of 4096 or more: one row a program either way, the same launch
-    assert norm._tile(4096, bf16, False, True) == norm._tile(4096, bf16, False, False)
+    assert tiling._tile(4096, bf16, False, True) == tiling._tile(4096, bf16, False, False)
 
 
 def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
-    monkeypatch.setattr(norm, "OVERRIDES", False)
+    monkeypatch.setattr(tiling, "OVERRIDES", False)
     for n, dtype, dropout in ((1024, torch.bfloat16, False), (8192, torch.bfloat16, False), (1024, torch.float32, True)):
-        assert norm._tile(n, dtype, True, dropout) == _plain(n, dtype)
-        assert norm._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, norm._GPU_FWD)
+        assert tiling._tile(n, dtype, True, dropout) == _plain(n, dtype)
+        assert tiling._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, tiling._GPU_FWD)
     # rows wider than a block take the column kernel's own limits (the column sweep varies them)
-    columns = norm._GPU_BWD_COLUMNS._replace(split_block=512)
-    monkeypatch.setattr(norm, "_GPU_BWD_COLUMNS", columns)
-    assert norm._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
+    columns = tiling._GPU_BWD_COLUMNS._replace(split_block=512)
+    monkeypatch.setattr(tiling, "_GPU_BWD_COLUMNS", columns)
+    assert tiling._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
 
 
 def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu, monkeypatch):
-    assert norm._tile(8192, torch.bfloat16, True, False).col_blocks == 1
-    monkeypatch.setattr(norm, "BWD_COLUMNS_FROM", 2048)
-    norm._tile.cache_clear()  # as the sweep does between candidates
+    assert tiling._tile(8192, torch.bfloat16, True, False).col_blocks == 1
+    monkeypatch.setattr(tiling, "BWD_COLUMNS_FROM", 2048)
+    tiling._tile.cache_clear()  # as the sweep does between candidates
     for n in (2048, 8192):
-        tile = norm._tile(n, torch.bfloat16, True, False)
-        block = norm._GPU_BWD_COLUMNS.split_block
+        tile = tiling._tile(n, torch.bfloat16, True, False)
+        block = tiling._GPU_BWD_COLUMNS.split_block
         assert (tile.block, tile.col_blocks) == (block, n // block)
-        assert not norm._bwd_prefetch(n, torch.bfloat16, True, False)
-    assert norm._tile(1024, torch.bfloat16, True, False).col_blocks == 1
+        assert not tiling._bwd_prefetch(n, torch.bfloat16, True, False)
+    assert tiling._tile(1024, torch.bfloat16, True, False).col_blocks == 1
 
 
 def test_overrides_are_off_under_the_interpreter():
-    norm._tile.cache_clear()
+    tiling._tile.cache_clear()
     if not _rows._SMALL_TILES:
         pytest.skip("this process runs kernels on a GPU's own tiles; the small tiles are the CPU's")
-    interpreter = _rows.row_tile(1024, 2, norm._INTERPRETER_BWD)
-    assert norm._tile(1024, torch.bfloat16, True, False) == interpreter
-    assert norm._tile(1024, torch.bfloat16, False, True) == _rows.row_tile(1024, 2, norm._INTERPRETER_FWD)
+    interpreter = _rows.row_tile(1024, 2, tiling._INTERPRETER_BWD)
+    assert tiling._tile(1024, torch.bfloat16, True, False) == interpreter
+    assert tiling._tile(1024, torch.bfloat16, False, True) == _rows.row_tile(1024, 2, tiling._INTERPRETER_FWD)
 
 
 @pytest.mark.parametrize("p", [0.0, 2**-7, 0.1, 0.3, 0.5, 0.9, 1.0])
@@ -131,20 +132,20 @@ def test_fp32_prenorm_sum_is_correctly_rounded_where_it_cancels():
     (16384, torch.bfloat16, True, False, False),  # rows in column blocks: not measured with it
 ])
 def test_prefetch_reaches_only_its_shapes(on_gpu, n, dtype, rms, dropout, expected):
-    assert norm._bwd_prefetch(n, dtype, rms, dropout) is expected
+    assert tiling._bwd_prefetch(n, dtype, rms, dropout) is expected
 
 
 def test_prefetch_is_off_in_a_sweep_unless_forced(on_gpu, monkeypatch):
-    monkeypatch.setattr(norm, "OVERRIDES", False)
-    assert not norm._bwd_prefetch(1024, torch.float32, False, True)
-    monkeypatch.setattr(norm, "BWD_PREFETCH", True)
-    assert norm._bwd_prefetch(4096, torch.float64, False, False)
+    monkeypatch.setattr(tiling, "OVERRIDES", False)
+    assert not tiling._bwd_prefetch(1024, torch.float32, False, True)
+    monkeypatch.setattr(tiling, "BWD_PREFETCH", True)
+    assert tiling._bwd_prefetch(4096, torch.float64, False, False)
 
 
 def test_the_interpreter_runs_both_forms_of_the_backward_loop():
     if not _rows._SMALL_TILES:
         pytest.skip("this process runs kernels on a GPU's own tiles; the small tiles' rule is the CPU's")
-    forms = {norm._bwd_prefetch(48, dtype, rms, dropout) for dtype in (torch.float32, torch.bfloat16)
+    forms = {tiling._bwd_prefetch(48, dtype, rms, dropout) for dtype in (torch.float32, torch.bfloat16)
              for rms in (False, True) for dropout in (False, True)}
     assert forms == {False, True}
 
@@ -152,17 +153,17 @@ def test_the_interpreter_runs_both_forms_of_the_backward_loop():
 def test_backward_programs_fill_the_gpu_across_column_blocks(monkeypatch):
     """Groups x column blocks is about programs-per-SM x SMs: rows wider than a block divide the
     count among their column blocks, so that their groups (one partial row each) stay few."""
-    monkeypatch.setattr(norm, "sm_count", lambda device: 132)
+    monkeypatch.setattr(tiling, "sm_count", lambda device: 132)
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     on_cuda = SimpleNamespace(device=SimpleNamespace(type="cuda"))
-    assert norm._GPU_BWD_PROGRAMS_PER_SM == 2
-    assert norm._tiles_per_group(on_cuda, 256, 1, 2) == 1  # 256 tiles, up to 264 programs
-    assert norm._tiles_per_group(on_cuda, 256, 16, 2) == 16  # 16 groups x 16 column blocks = 256
-    assert norm._tiles_per_group(on_cuda, 256, 512, 2) == 256  # more blocks than programs: one group
-    assert norm._bwd_programs_per_sm(False) == norm._GPU_BWD_PROGRAMS_PER_SM
-    assert norm._bwd_programs_per_sm(True) == norm._GPU_BWD_COLUMN_PROGRAMS_PER_SM
-    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 8)  # a sweep's forced count
-    assert norm._bwd_programs_per_sm(False) == norm._bwd_programs_per_sm(True) == 8
+    assert tiling._GPU_BWD_PROGRAMS_PER_SM == 2
+    assert tiling._tiles_per_group(on_cuda, 256, 1, 2) == 1  # 256 tiles, up to 264 programs
+    assert tiling._tiles_per_group(on_cuda, 256, 16, 2) == 16  # 16 groups x 16 column blocks = 256
+    assert tiling._tiles_per_group(on_cuda, 256, 512, 2) == 256  # more blocks than programs: one group
+    assert tiling._bwd_programs_per_sm(False) == tiling._GPU_BWD_PROGRAMS_PER_SM
+    assert tiling._bwd_programs_per_sm(True) == tiling._GPU_BWD_COLUMN_PROGRAMS_PER_SM
+    monkeypatch.setattr(tiling, "BWD_PROGRAMS_PER_SM", 8)  # a sweep's forced count
+    assert tiling._bwd_programs_per_sm(False) == tiling._bwd_programs_per_sm(True) == 8
 
 
 @pytest.mark.parametrize("rms, dropout, dtype, wide", [
@@ -186,14 +187,14 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
     fwd = norm.forward(x, w, None if rms else b, eps=1e-5, rms=rms, residual=residual, xbias=b if dropout else None,
                        dropout=drop, store_sum=dropout)
     src = fwd.s if dropout else x
-    monkeypatch.setattr(norm, "BWD_PROGRAMS_PER_SM", 1)
+    monkeypatch.setattr(tiling, "BWD_PROGRAMS_PER_SM", 1)
     grads = []
     for prefetch in (False, True):
-        monkeypatch.setattr(norm, "BWD_PREFETCH", prefetch)
+        monkeypatch.setattr(tiling, "BWD_PREFETCH", prefetch)
         _launch.forget_plans()  # plans are built from the knob
         out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
                             need_dxbias=dropout)
         grads.append([g for g in out if g is not None])
-    assert (norm._tile(n, dtype, True, dropout).col_blocks > 1) == wide
+    assert (tiling._tile(n, dtype, True, dropout).col_blocks > 1) == wide
     for plain, ahead in zip(*grads):
         assert torch.equal(plain, ahead)

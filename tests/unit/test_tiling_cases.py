@@ -98,7 +98,7 @@ def test_a_small_tiles_value_that_is_neither_on_nor_off_is_refused_by_name(monke
 
 def test_the_norms_tiling_cases_reach_several_column_blocks_and_row_groups_under_the_small_tiles():
     from harness.registry import load_specs
-    from kernels import _norm, _rows
+    from kernels import _norm_tiling, _rows
 
     if not _rows._SMALL_TILES:
         pytest.skip("this process runs the GPU's own tiles (HARNESS_SMALL_TILES unset); the cases are sized for the small ones")
@@ -107,12 +107,12 @@ def test_the_norms_tiling_cases_reach_several_column_blocks_and_row_groups_under
     for name in ("layer_norm", "rms_norm"):
         wide, narrow = load_specs()[name].tiling_cases
         rows = lambda t: t.dims["*batch"][0] * t.dims["rows"]  # noqa: E731
-        assert _norm._tile(wide.dims["cols"], torch.float32, True, False).col_blocks == 3
-        assert _norm._tile(wide.dims["cols"], torch.float32, False, False).col_blocks == 3
-        bwd = _norm._tile(narrow.dims["cols"], torch.float32, True, False)
+        assert _norm_tiling._tile(wide.dims["cols"], torch.float32, True, False).col_blocks == 3
+        assert _norm_tiling._tile(wide.dims["cols"], torch.float32, False, False).col_blocks == 3
+        bwd = _norm_tiling._tile(narrow.dims["cols"], torch.float32, True, False)
         assert bwd.col_blocks == 1
         tiles = -(-rows(narrow) // bwd.rows)
-        assert tiles >= 3 and rows(narrow) % bwd.rows and -(-tiles // _norm._INTERPRETER_TILES_PER_GROUP) >= 2
+        assert tiles >= 3 and rows(narrow) % bwd.rows and -(-tiles // _norm_tiling._INTERPRETER_TILES_PER_GROUP) >= 2
     drop = load_specs()["dropout_add_norm"].tiling_cases[0]
-    assert drop.scalars["p"] > 0 and _norm._tile(drop.dims["cols"], torch.float32, True, True).col_blocks == 2
+    assert drop.scalars["p"] > 0 and _norm_tiling._tile(drop.dims["cols"], torch.float32, True, True).col_blocks == 2
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-import kernels._norm as norm
+import kernels._norm_tiling as tiling
 from benchmarks import tune_rows
 from kernels import _rows
 from kernels._runtime import kernel_device_type
@@ -17,15 +17,15 @@ from kernels._runtime import kernel_device_type
 def on_gpu(monkeypatch):
     """Tiles as a GPU chooses them (no kernel is launched by these tests)."""
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
-    monkeypatch.setattr(norm, "_fwd_limits", lambda: norm._GPU_FWD)
-    norm._tile.cache_clear()
+    monkeypatch.setattr(tiling, "_fwd_limits", lambda: tiling._GPU_FWD)
+    tiling._tile.cache_clear()
     yield
-    norm._tile.cache_clear()
+    tiling._tile.cache_clear()
 
 
 def _spy(cols, dtype):
     """A pass that reports the dropout forward's tile and the fp32 arithmetic flag it would run with."""
-    return lambda *args: (norm._tile(cols, dtype, False, True), norm._WIDE)
+    return lambda *args: (tiling._tile(cols, dtype, False, True), tiling._WIDE)
 
 
 def test_module_knobs_are_candidates_of_their_own():
@@ -39,21 +39,21 @@ def test_module_knobs_are_candidates_of_their_own():
 
 def test_a_candidate_call_sets_its_knob_and_the_saved_knobs_restore_it():
     target = tune_rows.TARGETS["norm_backward_groups"]
-    before = norm.BWD_PROGRAMS_PER_SM
+    before = tiling.BWD_PROGRAMS_PER_SM
     restore = tune_rows._save_knobs(target)
     seen = []
     candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": 5})
     try:
-        tune_rows._kernel_call(target, candidate, lambda: seen.append(norm.BWD_PROGRAMS_PER_SM), [()])(0)
+        tune_rows._kernel_call(target, candidate, lambda: seen.append(tiling.BWD_PROGRAMS_PER_SM), [()])(0)
     finally:
         restore()
-    assert seen == [5] and norm.BWD_PROGRAMS_PER_SM == before
+    assert seen == [5] and tiling.BWD_PROGRAMS_PER_SM == before
 
 
 def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
     target = tune_rows.TARGETS["dropout_norm_forward"]
     cols, fp32 = 1024, torch.float32
-    production = _rows.row_tile(cols, 4, norm._GPU_FWD_DROPOUT)
+    production = _rows.row_tile(cols, 4, tiling._GPU_FWD_DROPOUT)
     op = tune_rows.Op("dropout_add_layer_norm forward 8x1024", 8, cols, fp32, lambda x: (x,),
                       {"fwd": _spy(cols, fp32)}, lambda x: x)
     base = target.get()  # as tune_op takes it, before any call
@@ -68,7 +68,7 @@ def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
         restore()
     assert tile == production  # ...and the diagnostic sets the production one back
     assert fp32 not in wide  # with fp32 arithmetic, for that call only
-    assert fp32 in norm._WIDE and norm._GPU_FWD_DROPOUT == base
+    assert fp32 in tiling._WIDE and tiling._GPU_FWD_DROPOUT == base
 
 
 @pytest.mark.parametrize("name", ["elementwise", "elementwise_fp32"])

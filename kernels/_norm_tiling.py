@@ -1,0 +1,258 @@
+"""Tiles and arithmetic dtypes of the normalisation kernels, chosen by measurement
+(``benchmarks/tune_rows.py``'s sweeps on the H100; each table names its results).
+
+Numerics: arithmetic in fp32 for fp16/bf16 inputs and in fp64 for fp32 and fp64 inputs
+(``WIDE_FP32``, below), results stored in the input dtype. With ``WIDE_FP32 = False`` fp32 rows
+compute in fp32 with correctly rounded divisions and ``sqrt_rn`` (Triton's defaults are
+approximate on a GPU, which an fp32 output shows); fp16/bf16 results take the fast forms.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _rows
+from kernels._runtime import sm_count
+
+# ----------------------------------------------------------------------------------------------
+# Tiling
+# ----------------------------------------------------------------------------------------------
+# GPU forward: rows up to 16384 columns stay in registers (one read, one write); a row of 16384 in
+# fp32 registers plus the weight and bias blocks use 192 KB of the 256 KB register file at 32
+# warps, so that is the ceiling. target_elems sets how many short rows share a program
+# (dropout-add-norm takes fewer: _GPU_FWD_DROPOUT below). 64 bytes
+# of input a thread (half the warps of 32): fewer warps make the row reductions cheaper, and the
+# H100 sweep (benchmarks/tune_rows.py) measured LayerNorm's forward 4-20% faster with it
+# (1024x16384 bf16: 0.033 ms against 0.041), RMSNorm's within 1%.
+# GPU backward: each program holds s, dy and the fp32 gradient accumulators of its block, four
+# arrays of BLOCK, so its single-block limit is 8192. Wider rows are cut into column blocks of
+# split_block (the row-sums kernel, then the column kernel: see the module docstring), with the
+# rows and threads of _GPU_BWD_COLUMNS below.
+# Interpreter: blocks of 64 so that CPU-sized rows (up to ~150 columns) exercise the multi-block
+# paths. The interpreter's cost is per operation executed, nearly flat in the tile size, so the
+# forward packs 16 rows per program (measured: 20 rows of 129 in 160 ms instead of 410 ms with 4
+# rows per program). The backward keeps 4 rows per tile so that CPU cases of a few rows already
+# span several tiles and several row groups (the partials reduction), and rows of over 64 columns
+# take the column kernels.
+_GPU_FWD = _rows.TileLimits(max_block=16384, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=64, max_warps=32)
+_GPU_BWD = _rows.TileLimits(max_block=8192, split_block=1024, target_elems=4096, max_rows=16, thread_bytes=32, max_warps=16)
+_INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=4)
+_INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
+# Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
+# under the interpreter two tiles per group, so that small cases already produce several partials.
+# The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
+# fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
+# (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
+# explains that. Rows cut into column blocks take 4 an SM, shared among their column blocks
+# (_GPU_BWD_COLUMN_PROGRAMS_PER_SM, below).
+# BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
+# norm_backward_columns).
+_GPU_BWD_PROGRAMS_PER_SM = 2
+_GPU_BWD_COLUMN_PROGRAMS_PER_SM = 4
+BWD_PROGRAMS_PER_SM: int | None = None
+# Prefetch: a program loads its next row tile before the arithmetic of this one, so that two
+# tiles' loads are in flight (the GPU rule below prefetches only rows within one block; the
+# interpreter runs it in column blocks too); Triton does not pipeline this loop itself
+# (num_stages made no difference). It holds two tiles' inputs in registers, which helps some
+# shapes and hurts others, so the measured rule (_bwd_prefetch) decides. BWD_PREFETCH True or
+# False forces it (a sweep's knob: tune_rows.py norm_backward_groups, norm_backward_prefetch).
+BWD_PREFETCH: bool | None = None
+# BWD_COLUMNS_FROM: the narrowest row block that takes the column kernels (a sweep's knob:
+# tune_rows.py norm_backward_columns_from); None: rows wider than _GPU_BWD.max_block.
+BWD_COLUMNS_FROM: int | None = None
+_INTERPRETER_TILES_PER_GROUP = 2
+# The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
+_GPU_PART = (32, 128)
+_INTERPRETER_PART = (4, 64)
+# Dropout draws four columns per Philox call, so a block is at least 4 wide.
+_MIN_DROPOUT_BLOCK = 4
+
+
+def _fwd_limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_FWD, _INTERPRETER_FWD)
+
+
+def _bwd_limits() -> _rows.TileLimits:
+    return _rows.limits_for_backend(_GPU_BWD, _INTERPRETER_BWD)
+
+
+def block_boundaries() -> tuple[int, ...]:
+    """Row lengths where the forward or backward tiling changes on this backend (test sizes),
+    the GPU's per-shape overrides (below) included."""
+    points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
+    if not _rows._SMALL_TILES:
+        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_NARROW16,
+                       *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
+            points |= set(_rows.block_boundaries(limits))
+        for low, high in (_NARROW16, _PREFETCH_RMS16, (_DROPOUT_FP32_BLOCK, _DROPOUT_FP32_BLOCK)):
+            # row blocks low..high: rows of low // 2 + 1 to high columns
+            points |= {low // 2, low // 2 + 1, high, high + 1}
+    return tuple(sorted(points))
+
+
+# GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all; the
+# column kernels' _GPU_BWD_COLUMNS below is not one: rows wider than a block always take it, and
+# tune_rows.py norm_backward_columns varies it).
+# Backward, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py norm_backward;
+# results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
+# * 16-bit rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). LayerNorm 16384 x 1024
+#   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674; 256-wide rows (16 a tile) were 9% slower.
+#   RMSNorm was 1-4% slower so without prefetch, and faster with it (below).
+# Prefetch (results/2026-11-24-h100-3/call6; tune_rows.py norm_backward_prefetch and
+# norm_backward_groups), where it measured faster than the loop without it (calls 3-4):
+# * 16-bit RMSNorm rows of 256 to 1024: 32768 x 512 0.0619 -> 0.0550 ms (4 warps), 16384 x 1024
+#   fp16 0.0595 -> 0.0575 (4 warps), 65536 x 256 0.0584 -> 0.0557 (the shared tile);
+# * not LayerNorm: rows of 1024 were 6% faster in the backward sweep (fp16 16384 x 1024 0.0640 ->
+#   0.0599 ms), but forward+backward in the harness benchmark was 2.2% slower there (call 7, the
+#   gate's regression; bf16 1.7% faster, not significant); at 512 it tied, at 4096 it was slower
+#   (0.1019 -> 0.1108), at 256 mixed;
+# * fp32 dropout-add-norm rows of 1024, one row a tile at 4 warps (_GPU_BWD_DROPOUT_FP32): 8192 x
+#   1024 0.0923 -> 0.0783 ms (issue 4's case). At the 8 KB tile it was slower (0.1215), as it was
+#   for bf16 16384 x 1024 (0.0931 against 0.0888).
+# Dropout-add-norm's backward (tune_rows.py dropout_norm_backward; results/.../call9), rows within one
+# block: 8 KB of input a tile at 64 bytes a thread (4 warps; _dropout_bwd_limits). 8192 x 1024
+# fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
+# 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889). The
+# RMSNorm form takes it too (same kernel and traffic; verified on the H100, not timed).
+# GPU forward override, dropout-add-norm (tune_rows.py dropout_norm_forward; results/2026-11-24-h100-3/
+# call1): 1024 elements a program (one row of 1024, four of 256) instead of 4096, at the shared
+# 64 bytes a thread. Drawing the mask and the fp64 arithmetic of fp32 rows make its programs
+# longer than a plain norm's, and smaller ones overlap better. fp32 8192 x 1024 0.0588 -> 0.0467
+# ms (compile 0.0483; the same tile with fp32 arithmetic, call 5: 0.0427, so fp64 costs 9%);
+# bf16 16384 x 1024 0.0534 -> 0.0432, 8192 x 4096 0.0914 -> 0.0832, 65536 x 256 0.0507 -> 0.0440,
+# 32768 x 512 0.0622 -> 0.0444. Rows of 4096 columns or more take one row a program either way.
+# Swept for dropout-add-LayerNorm; the RMSNorm form takes it too (same kernel and traffic).
+# The sweeps of the shared limits set OVERRIDES = False, so that each candidate is timed as given;
+# dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
+_GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
+# Backward of rows wider than one block (the row-sums and column kernels), from the H100 sweep
+# tune_rows.py norm_backward_columns (results/2026-11-24-h100-7/call1), the backward alone at
+# 1024 x 16384 bf16: column blocks of 1024, 2 rows a tile, 4 warps, 4 programs an SM. LayerNorm
+# 0.0723 ms, RMSNorm 0.0704, dropout-add-LayerNorm 0.0940, against 0.0900 / 0.0820 / 0.1364 at
+# 4 rows, 8 warps and 2 programs; blocks of 512 were 1.4-2.6x slower, of 2048 within 2-11%.
+_GPU_BWD_COLUMNS = _GPU_BWD._replace(target_elems=2048, thread_bytes=32)
+_GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
+_NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
+_GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
+_DROPOUT_FP32_BLOCK = 1024  # the row block it and prefetch apply to (fp32 dropout-add-norm)
+_PREFETCH_RMS16 = (256, 1024)  # row blocks of 16-bit RMSNorm that prefetch
+_DROPOUT_BWD_TILE_BYTES = 8192
+OVERRIDES = True
+
+
+def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
+    return _GPU_BWD._replace(target_elems=_DROPOUT_BWD_TILE_BYTES // itemsize, thread_bytes=64)
+
+
+def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimits:
+    """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
+    exception (above) that covers these rows."""
+    block = _row_block(n)
+    columns = _column_limits(block)
+    if columns is not None:
+        return columns
+    if not OVERRIDES:
+        return _GPU_BWD
+    if dropout:
+        return _GPU_BWD_DROPOUT_FP32 if _fp32_dropout_rows(block, dtype) else _dropout_bwd_limits(dtype.itemsize)
+    if dtype.itemsize != 2:
+        return _GPU_BWD
+    if _NARROW16[0] <= block <= _NARROW16[1]:
+        return _GPU_BWD_NARROW16
+    return _GPU_BWD
+
+
+def _row_block(n: int) -> int:
+    """The power-of-two block a row of n elements rounds up to."""
+    return triton.next_power_of_2(max(n, 1))
+
+
+def _column_limits(block: int) -> _rows.TileLimits | None:
+    """The GPU limits of the column kernels if rows of this power-of-two block take them (wider
+    than _GPU_BWD.max_block, or from BWD_COLUMNS_FROM where a sweep sets it), else None."""
+    first = 2 * _GPU_BWD.max_block if BWD_COLUMNS_FROM is None else BWD_COLUMNS_FROM
+    if block < first:
+        return None
+    return _GPU_BWD_COLUMNS._replace(max_block=min(_GPU_BWD_COLUMNS.max_block, first // 2))
+
+
+def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
+    """fp32 dropout-add-norm rows in the block that takes one row a tile with prefetch."""
+    return dtype == torch.float32 and block == _DROPOUT_FP32_BLOCK
+
+
+def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
+    """Whether the backward prefetches row tiles for rows of n elements (the rule above). Under
+    the interpreter by dtype and op alone, so that CPU tests run both forms of the loop."""
+    if BWD_PREFETCH is not None:
+        return BWD_PREFETCH
+    sixteen = dtype.itemsize == 2
+    if _rows._SMALL_TILES:
+        return dtype == torch.float32 if dropout else sixteen
+    block = _row_block(n)
+    if not OVERRIDES or _column_limits(block) is not None:
+        return False
+    if dropout:
+        return _fp32_dropout_rows(block, dtype)
+    if not sixteen:
+        return False
+    return rms and _PREFETCH_RMS16[0] <= block <= _PREFETCH_RMS16[1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
+    if not backward:
+        limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not _rows._SMALL_TILES else _fwd_limits()
+    elif _rows._SMALL_TILES:
+        limits = _INTERPRETER_BWD
+    else:
+        limits = _gpu_bwd_limits(n, dtype, dropout)
+    tile = _rows.row_tile(n, dtype.itemsize, limits)
+    if dropout and tile.block < _MIN_DROPOUT_BLOCK:
+        tile = tile._replace(block=_MIN_DROPOUT_BLOCK)
+    return tile
+
+
+# fp32 inputs compute in fp64: an fp32 result must come out within about one ulp, as eager's CPU
+# LayerNorm does, and an fp32 chain of shift, centring, 1/std, weight and bias reaches 2-3 ulp
+# (measured: 2.4x eager's envelope on a 9-wide row). On an H100 the fp64 pipe does 64 FMA per
+# clock per SM, several times what fp32 rows at full bandwidth need (about 1.5 elements per clock
+# per SM); the cost is registers (two per value). WIDE_FP32 = False gives fp32 arithmetic with
+# correctly rounded division and square root instead (PRECISE), if the GPU run shows spills.
+WIDE_FP32 = True
+_WIDE = (torch.float32, torch.float64) if WIDE_FP32 else (torch.float64,)
+
+
+def _numerics(dtype: torch.dtype) -> dict:
+    """COMPUTE: element arithmetic and row statistics. ACC: the weight-gradient partial sums.
+    PRECISE: correctly rounded division and square root where COMPUTE is fp32 and results fp32."""
+    return dict(
+        COMPUTE=tl.float64 if dtype in _WIDE else tl.float32,
+        ACC=tl.float64 if dtype in (torch.float32, torch.float64) else tl.float32,
+        PRECISE=dtype == torch.float32,
+    )
+
+
+def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype in _WIDE else torch.float32
+
+
+def _bwd_programs_per_sm(columns: bool) -> int:
+    """Backward programs per SM (``columns``: rows cut into column blocks): the measured count, or
+    the one a sweep forces."""
+    if BWD_PROGRAMS_PER_SM is not None:
+        return BWD_PROGRAMS_PER_SM
+    return _GPU_BWD_COLUMN_PROGRAMS_PER_SM if columns else _GPU_BWD_PROGRAMS_PER_SM
+
+
+def _tiles_per_group(t: torch.Tensor, row_tiles: int, col_blocks: int, programs_per_sm: int) -> int:
+    """Row tiles per backward program: few partial rows, but enough programs (groups x column
+    blocks) to fill the GPU."""
+    if _rows._SMALL_TILES:
+        return _INTERPRETER_TILES_PER_GROUP
+    return _rows.tiles_per_group(row_tiles, max(1, programs_per_sm * sm_count(t.device) // col_blocks))
+
