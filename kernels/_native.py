@@ -263,7 +263,14 @@ def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequen
     first), with ``backward`` (given ``saved``, then one gradient per output, laid out as its
     ``grad_layouts`` entry says: dtype, sizes, strides, or None for a gradient no kernel reads)
     returning ``gradients``: per forward input a slot, a ``(slot, row)`` pair (that row of it), or
-    None. An unused output's gradient that a kernel reads is zeros."""
+    None. An unused output's gradient that a kernel reads is zeros.
+
+    Returns NOT_SERVED where a saved tensor's layout repeats memory (a stride of 0 along a
+    dimension of more than one element, a broadcast input): a saved-tensor hook such as
+    ``save_on_cpu`` hands such a tensor back as a copy, and the node could not lay the copy out
+    again in that layout; the op's Python path saves it its own way."""
+    if backward is not None and any(_overlapping(forward.layout(slot)) for slot in saved):
+        return NOT_SERVED
     native = module()
     back = None
     if backward is not None:
@@ -280,6 +287,13 @@ def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequen
         len(forward.given), forward.allocs, forward.launches, [s.index for s in outputs],
         list(differentiable) if differentiable is not None else [], [s.index for s in saved], [], [], [], [], [],
         [], back)
+
+
+def _overlapping(layout: tuple) -> bool:
+    """Whether a (dtype, sizes, strides) layout repeats memory: a stride of 0 along a dimension of
+    more than one element."""
+    _, sizes, strides = layout
+    return any(stride == 0 and size > 1 for size, stride in zip(sizes, strides))
 
 
 # The compiled kernels whose CUfunction handles programs hold. A program can outlive the op's

@@ -499,27 +499,65 @@ def _unit_inner(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
+def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, save_stats: bool):
+    """The forward kernel's (grid, arguments, options) for q, k and v as laid out: the one list
+    that both the Python path and the native recording launch (the scales may be the recording's
+    per-call floats)."""
+    batch, heads, seq, head_dim = q.shape
+    config = _fwd_config(head_dim, seq, batch * heads, q.device)
+    args = (q, k, v, out, out_lo, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
+            qk_scale)
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
+                SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages)
+    return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
+
+
+def _bwd_chunk_of(q, k, config: BwdConfig) -> int:
+    """The q heads one backward program takes (``_bwd_chunk``; the whole group, 1 without GQA)."""
+    batch, heads, seq, _ = q.shape
+    kv_heads = k.shape[1]
+    group = heads // kv_heads
+    return group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
+
+
+def _delta_launch(out, out_lo, dout, dlse, delta, config: BwdConfig):
+    """The preprocessing kernel's (grid, arguments, options); ``dlse`` None: no log-sum-exp gradient
+    (``delta`` stands in for its pointer, never read)."""
+    batch, heads, seq, head_dim = out.shape
+    dlse_strides = _rows.launch_strides(dlse) if dlse is not None else (0, 0, 0)
+    args = (out, out_lo, dout, dlse if dlse is not None else delta, delta, *_rows.launch_strides(dout), *dlse_strides,
+            heads, seq)
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None, num_warps=config.num_warps)
+    return (triton.cdiv(seq, config.block_m2), batch * heads), args, meta
+
+
+def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, scale, qk_scale, config: BwdConfig,
+                chunk: int):
+    """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program."""
+    batch, heads, seq, head_dim = q.shape
+    args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
+            heads, heads // k.shape[1], seq, scale, qk_scale)
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
+                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, num_warps=config.num_warps,
+                num_stages=config.num_stages)
+    return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
+
+
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     """(out, lse), plus (m, l, out_lo) when ``save_stats``: each row's raw-score maximum and softmax
     denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``), and the
     fp32 output normalised by the rounded probabilities' sum, minus the stored output (in q's
     dtype), for its D (module docstring)."""
     q, k, v = (_unit_inner(t) for t in (q, k, v))
-    batch, heads, seq, head_dim = q.shape
+    batch, heads, seq, _ = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
     out_lo = torch.empty_like(out) if save_stats else out
     if out.numel() > 0:
-        config = _fwd_config(head_dim, seq, batch * heads, q.device)
-        grid = (triton.cdiv(seq, config.block_m), batch * heads)
+        grid, args, meta = _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal, scale, scale * _LOG2E, save_stats)
         with _rows.launch_guard(q):
-            _attn_fwd_kernel[grid](
-                q, k, v, out, out_lo, lse, m, l, *_launch_strides(q, k, v),
-                heads, heads // k.shape[1], seq, scale, scale * _LOG2E,
-                HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
-                SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages,
-            )
+            _attn_fwd_kernel[grid](*args, **meta)
     return (out, lse, m, l, out_lo) if save_stats else (out, lse)
 
 
@@ -533,29 +571,19 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
         return dq, dk, dv
     config = _bwd_config(head_dim)
     group = heads // kv_heads
-    chunk = group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
+    chunk = _bwd_chunk_of(q, k, config)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
         dk_out, dv_out = dk, dv
     else:  # fp32 partial sums, one per chunk of the group, added up below
         dk_out, dv_out = (torch.empty((batch, kv_heads, group // chunk, seq, head_dim), dtype=torch.float32,
                                       device=q.device) for _ in range(2))
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
-    dlse_arg = dlse if dlse is not None else delta  # never read when HAS_DLSE is false
-    dlse_strides = _rows.launch_strides(dlse) if dlse is not None else (0, 0, 0)
     with _rows.launch_guard(q):
-        _bwd_delta_kernel[(triton.cdiv(seq, config.block_m2), batch * heads)](
-            out, out_lo, dout, dlse_arg, delta, *_rows.launch_strides(dout), *dlse_strides, heads, seq,
-            HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None,
-            num_warps=config.num_warps,
-        )
-        _attn_bwd_kernel[(triton.cdiv(seq, config.block_n1), batch * heads // chunk)](
-            q, k, v, dout, m, l, delta, dq, dk_out, dv_out,
-            *_launch_strides(q, k, v, dout),
-            heads, group, seq, scale, scale * _LOG2E,
-            HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1,
-            BLOCK_M2=config.block_m2, BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk,
-            num_warps=config.num_warps, num_stages=config.num_stages,
-        )
+        grid, args, meta = _delta_launch(out, out_lo, dout, dlse, delta, config)
+        _bwd_delta_kernel[grid](*args, **meta)
+        grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal, scale, scale * _LOG2E,
+                                       config, chunk)
+        _attn_bwd_kernel[grid](*args, **meta)
     if chunk != group:  # a fixed-order fp32 sum over the chunks, one rounding: deterministic
         dk.copy_(dk_out.sum(dim=2))
         dv.copy_(dv_out.sum(dim=2))
@@ -662,8 +690,7 @@ flash_attention_op.register_autograd(_op_backward, setup_context=_setup)
 # backward always takes the log-sum-exp's gradient (zeros where it went unused, as the node makes
 # them: D - 0 is D), and the scale is a per-call float. Signatures it does not serve take the
 # Python path: an operand whose head_dim stride is not 1 (copied there), one not 16-byte aligned,
-# one broadcast along a dimension (a stride of 0: a saved-tensor hook such as save_on_cpu hands it
-# back as a copy, which the node cannot lay out again in overlapping memory), an empty call, a
+# a broadcast operand that the backward would save (``_native.program``), an empty call, a
 # grouped-query backward that sums the chunks of a group in torch, and a launch the native path
 # does not model (``_native.Unsupported``).
 # ----------------------------------------------------------------------------------------------
@@ -686,20 +713,14 @@ def _native_call(q, k, v, causal: bool, scale: float, grad: bool):
 
 
 def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None) -> object:
-    if q.numel() == 0 or any(t.stride(-1) != 1 or t.data_ptr() & 15 or _broadcast(t) for t in (q, k, v)):
+    if q.numel() == 0 or any(t.stride(-1) != 1 or t.data_ptr() & 15 for t in (q, k, v)):
         return _native.NOT_SERVED
-    batch, heads, seq, head_dim = q.shape
+    batch, heads, seq, _ = q.shape
     stats_shape = (batch, heads, seq)
-    group = heads // k.shape[1]
     save = needs is not None
     # example tensors for binding the launches: what the program allocates has these layouts
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(stats_shape, dtype=torch.float32, device=q.device)
-    config = _fwd_config(head_dim, seq, batch * heads, q.device)
-    sizes = (heads, group, seq)
-    fwd_args = (q, k, v, out, out, lse, lse, lse, *_launch_strides(q, k, v), *sizes, 1.0, 1.0)
-    fwd_meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
-                    SAVE_STATS=save, num_warps=config.num_warps, num_stages=config.num_stages)
     forward = _native.Builder(3, like=(q, k, v))
     qs, ks, vs = forward.given
     outs = forward.empty(q.shape, q.dtype)
@@ -708,12 +729,12 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
                     forward.empty(q.shape, q.dtype)) if save else (lses, lses, outs))
     scale, qk_scale = forward.float_arg(0), forward.float_arg(1)
     try:
-        launcher = _attn_fwd_kernel.bind((triton.cdiv(seq, config.block_m), batch * heads), fwd_args, fwd_meta,
-                                         runtime=len(fwd_args))
-        forward.launch(launcher, qs, ks, vs, outs, los, lses, ms, ls, *fwd_args[8:-2], scale, qk_scale)
+        grid, args, meta = _fwd_launch(q, k, v, out, out, lse, lse, lse, causal, 1.0, 1.0, save)
+        forward.launch(_attn_fwd_kernel.bind(grid, args, meta, runtime=len(args)),
+                       qs, ks, vs, outs, los, lses, ms, ls, *args[8:-2], scale, qk_scale)
         if not save:
             return _native.program(forward, [outs, lses])
-        backward = _native_backward(q, k, v, out, lse, group, causal)
+        backward = _native_backward(q, k, v, out, lse, causal)
     except _native.Unsupported:
         return _native.NOT_SERVED
     if backward is None:
@@ -724,18 +745,12 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
                            gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
 
 
-def _broadcast(t: torch.Tensor) -> bool:
-    """Whether ``t`` repeats memory: a stride of 0 along a dimension of more than one element."""
-    return any(stride == 0 and size > 1 for size, stride in zip(t.shape, t.stride()))
-
-
-def _native_backward(q, k, v, out, lse, group: int, causal: bool):
+def _native_backward(q, k, v, out, lse, causal: bool):
     """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
     dq, dk and dv; None where the group's chunks would be summed in torch."""
-    batch, heads, seq, head_dim = q.shape
-    config = _bwd_config(head_dim)
-    chunk = group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * k.shape[1], q.device)
-    if chunk != group:
+    config = _bwd_config(q.shape[-1])
+    chunk = _bwd_chunk_of(q, k, config)
+    if chunk != q.shape[1] // k.shape[1]:
         return None
     dout, dq = torch.empty_like(out), torch.empty_like(out)
     dk = torch.empty_like(k, memory_format=torch.contiguous_format)
@@ -745,22 +760,13 @@ def _native_backward(q, k, v, out, lse, group: int, causal: bool):
     dqs = record.empty(q.shape, q.dtype)
     dks, dvs = (record.empty(k.shape, k.dtype) for _ in range(2))
     delta_s = record.empty(lse.shape, torch.float32)
-    delta_args = (out, out, dout, dlse, delta, *_rows.launch_strides(dout), *_rows.launch_strides(dlse), heads, seq)
-    record.launch(
-        _bwd_delta_kernel.bind((triton.cdiv(seq, config.block_m2), batch * heads), delta_args,
-                               dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=True,
-                                    num_warps=config.num_warps), runtime=len(delta_args)),
-        out_s, lo_s, dout_s, dlse_s, delta_s, *delta_args[5:])
-    bwd_args = (q, k, v, dout, lse, lse, delta, dq, dk, dk, *_launch_strides(q, k, v, dout), heads, group, seq,
-                1.0, 1.0)
-    bwd_meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
-                    BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, num_warps=config.num_warps,
-                    num_stages=config.num_stages)
-    record.launch(
-        _attn_bwd_kernel.bind((triton.cdiv(seq, config.block_n1), batch * heads // chunk), bwd_args, bwd_meta,
-                              runtime=len(bwd_args)),
-        q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dks, dvs, *bwd_args[10:-2], record.float_arg(0),
-        record.float_arg(1))
+    grid, args, meta = _delta_launch(out, out, dout, dlse, delta, config)
+    record.launch(_bwd_delta_kernel.bind(grid, args, meta, runtime=len(args)),
+                  out_s, lo_s, dout_s, dlse_s, delta_s, *args[5:])
+    grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk, dk, causal, 1.0, 1.0, config, chunk)
+    record.launch(_attn_bwd_kernel.bind(grid, args, meta, runtime=len(args)),
+                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dks, dvs, *args[10:-2], record.float_arg(0),
+                  record.float_arg(1))
     return record, (dqs, dks, dvs)
 
 

@@ -111,6 +111,20 @@ def test_an_allocation_s_layout_is_the_contiguous_tensor_s(shape, dtype):
     assert builder.layout(slot) == (dtype, list(want.shape), list(want.stride()))
 
 
+def test_a_program_whose_backward_saves_a_broadcast_tensor_is_not_served():
+    """A saved-tensor hook hands a saved tensor back as a copy, which the node lays out again as
+    the program was built for: impossible in a layout that repeats memory (stride 0), so such a
+    program is left to the op's Python path (decided before the extension is needed). A stride of
+    0 along a dimension of one element repeats nothing."""
+    broadcast = torch.zeros(4, 1).expand(4, 8)
+    forward = _native.Builder(2, like=(broadcast, torch.zeros(4, 8)))
+    given, plain = forward.given
+    assert _native.program(forward, [plain], saved=[given], backward=_native.Builder(2)) is _native.NOT_SERVED
+    single = _native.Builder(1, like=(torch.zeros(8).as_strided((1, 8), (0, 1)),))
+    assert single.layout(single.given[0])[2] == [0, 1] and not _native._overlapping(single.layout(single.given[0]))
+    assert _native._overlapping(forward.layout(given)) and not _native._overlapping(forward.layout(plain))
+
+
 # -- on a GPU ------------------------------------------------------------------------------------
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason=GPU_REASON)
