@@ -88,7 +88,8 @@ def canonical_layout(layout_class: str, rank: int, shape: tuple[int, ...]) -> La
 
 @dataclass(frozen=True)
 class Case:
-    """One call of a kernel: named tensors, scalars, and how to make grad_output for backward.
+    """One call of a kernel: named tensors (``None`` for an optional tensor the call leaves out),
+    scalars, and how to make grad_output for backward.
 
     grad_output's shape is the output's, known only after the call, so the case stores its layout
     class and seed; ``grad_output_recipe`` turns them into a recipe once the shape is known.
@@ -97,7 +98,7 @@ class Case:
     spec: str
     dtype: str
     dims: dict[str, Any]
-    tensors: dict[str, TensorRecipe]
+    tensors: dict[str, TensorRecipe | None]
     scalars: dict[str, Any] = field(default_factory=dict)
     grad_layout: str = "contiguous"
     grad_seed: int = 0
@@ -110,14 +111,20 @@ class Case:
     def describe(self) -> str:
         lines = [f"kernel {self.spec}, dtype {self.dtype}, dims {self.dims}"]
         for name, recipe in self.tensors.items():
-            lines.append(f"  {name}: {recipe.describe()}")
+            lines.append(f"  {name}: {recipe.describe() if recipe is not None else 'None (left out)'}")
         for name, value in self.scalars.items():
             lines.append(f"  {name} = {value!r}")
         lines.append(f"  grad_output: layout class {self.grad_layout}, seed {self.grad_seed}")
         return "\n".join(lines)
 
     def build(self, device: torch.device | str) -> dict[str, Placed]:
-        return {name: recipe.build(device) for name, recipe in self.tensors.items()}
+        """The tensors the call passes, each placed in its layout (those left out are absent)."""
+        return {name: recipe.build(device) for name, recipe in self.tensors.items() if recipe is not None}
+
+    @property
+    def absent(self) -> tuple[str, ...]:
+        """The optional tensors this call leaves out."""
+        return tuple(name for name, recipe in self.tensors.items() if recipe is None)
 
     def to_json(self) -> dict:
         return {
@@ -125,7 +132,7 @@ class Case:
             "spec": self.spec,
             "dtype": self.dtype,
             "dims": self.dims,
-            "tensors": {k: v.to_json() for k, v in self.tensors.items()},
+            "tensors": {k: v.to_json() if v is not None else None for k, v in self.tensors.items()},
             "scalars": self.scalars,
             "grad_layout": self.grad_layout,
             "grad_seed": self.grad_seed,
@@ -142,7 +149,7 @@ class Case:
             spec=data["spec"],
             dtype=data["dtype"],
             dims=dict(data["dims"]),
-            tensors={k: TensorRecipe.from_json(v) for k, v in data["tensors"].items()},
+            tensors={k: TensorRecipe.from_json(v) if v is not None else None for k, v in data["tensors"].items()},
             scalars=dict(data.get("scalars", {})),
             grad_layout=data.get("grad_layout", "contiguous"),
             grad_seed=int(data.get("grad_seed", 0)),

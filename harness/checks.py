@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from harness.call import Call
 from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
 from harness import approximate
@@ -23,7 +24,7 @@ from harness.eager import gpu_like as eager_numerics
 from harness.eager import flush, subnormals_flushed
 from harness.layouts import Placed
 from harness.numerics import Comparison, compare
-from harness.spec import FLOAT_DTYPES, KernelSpec, takes_keyword
+from harness.spec import FLOAT_DTYPES, KernelSpec
 
 Fn = Callable[..., Any]
 
@@ -87,11 +88,13 @@ class Prepared:
     scalars: dict[str, Any]
 
     def kwargs(self, grad_names: tuple[str, ...] = ()) -> dict[str, Any]:
-        """Arguments pointing at the guarded buffers; ``grad_names`` become leaves that require grad."""
+        """Arguments pointing at the guarded buffers (None for a tensor the call leaves out);
+        ``grad_names`` become leaves that require grad."""
         out: dict[str, Any] = {}
-        for name, p in self.placed.items():
-            t = p.tensor.detach()
-            out[name] = t.requires_grad_(True) if name in grad_names else t
+        for name in self.case.tensors:
+            p = self.placed.get(name)
+            t = p.tensor.detach() if p is not None else None
+            out[name] = t.requires_grad_(True) if t is not None and name in grad_names else t
         out.update(self.scalars)
         return out
 
@@ -100,14 +103,21 @@ class Prepared:
         """Fresh copies for the reference, optionally moved by an ulp or two (calibration sample
         ``perturb``, see ``harness.numerics``) and then upcast (floating tensors only)."""
         out: dict[str, Any] = {}
-        for name, p in self.placed.items():
-            t = p.tensor.detach()
+        for name in self.case.tensors:
+            if name not in self.placed:
+                out[name] = None
+                continue
+            t = self.placed[name].tensor.detach()
             if perturb is not None and t.is_floating_point():
                 t = _perturbed(t, seed=perturb)
             t = t.to(dtype) if dtype is not None and t.is_floating_point() else t.clone()
             out[name] = t.requires_grad_(True) if name in grad_names else t
         out.update(self.scalars)
         return out
+
+    def call(self, mask: torch.Tensor | None = None) -> Call:
+        """The call as the spec's numerics hooks see it: fp64 copies of the inputs (``Call``)."""
+        return Call(self.copies(torch.float64), self.case.dims, torch_dtype(self.case.dtype), mask)
 
     def snapshots(self) -> dict[str, torch.Tensor]:
         return {name: p.snapshot() for name, p in self.placed.items()}
@@ -128,6 +138,11 @@ def _perturbed(t: torch.Tensor, seed: int) -> torch.Tensor:
 
 def prepare(case: Case, device: torch.device | str) -> Prepared:
     return Prepared(case=case, placed=case.build(device), scalars=dict(case.scalars))
+
+
+def grad_names(spec: KernelSpec, case: Case) -> tuple[str, ...]:
+    """The inputs whose gradients a case checks: the spec's, less the optional ones it leaves out."""
+    return tuple(n for n in spec.grad_inputs if case.tensors.get(n) is not None)
 
 
 def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dtype: str,
@@ -188,7 +203,7 @@ def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) 
     out: list = [None] * len(oracle)
     with torch.no_grad():
         for function, hook in spec.numerics.approximate_math.items():
-            arguments = hook(**prepared.copies(torch.float64))
+            arguments = hook(prepared.call())
             arguments = tuple(arguments) if isinstance(arguments, (tuple, list)) else (arguments,)
             for k, (argument, o) in enumerate(zip(arguments, oracle)):
                 if argument is None or o is None or not o.is_floating_point():
@@ -199,13 +214,12 @@ def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) 
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
-    """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none); a
-    hook with a ``dtype`` parameter also gets the case's dtype (terms of two precisions)."""
+    """The spec's term magnitudes of each output on the case's inputs, in fp64 (empty if none)."""
     hook = spec.numerics.term_magnitudes
     if hook is None:
         return ()
     with torch.no_grad():
-        out = hook(**prepared.copies(torch.float64), **_case_dtype_for(hook, prepared))
+        out = hook(prepared.call())
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -317,12 +331,7 @@ def _backward(fn: Fn, kwargs: dict[str, Any], names: tuple[str, ...], grad_outs:
 
 
 def gradient_term_magnitudes(spec: KernelSpec, prepared: Prepared, grad_outputs) -> dict:
-    """The spec's term magnitudes of each gradient, in fp64 ({} if it gives none).
-
-    A hook that takes a ``dtype`` parameter gets the case's dtype: its inputs are fp64 copies, and
-    a gradient whose terms pass through intermediates of two precisions (an fp32 accumulator and
-    a product rounded to the 16-bit dtype) weighs each path by its own ulp.
-    """
+    """The spec's term magnitudes of each gradient, in fp64 ({} if it gives none)."""
     return _gradient_hook(spec.numerics.gradient_term_magnitudes, prepared, grad_outputs)
 
 
@@ -332,17 +341,11 @@ def gradient_rounded_terms(spec: KernelSpec, prepared: Prepared, grad_outputs) -
 
 
 def _gradient_hook(hook, prepared: Prepared, grad_outputs) -> dict:
-    """Call a gradient hook like the reference, on fp64 copies of the inputs and grad_outputs (and
-    the case's dtype, if it takes one)."""
+    """Call a gradient hook with the call (fp64 copies of the inputs) and fp64 grad_outputs."""
     if hook is None:
         return {}
     outs = [g.detach().to(torch.float64) for g in grad_outputs]
-    return dict(hook(**prepared.copies(torch.float64), grad_outputs=outs, **_case_dtype_for(hook, prepared)))
-
-
-def _case_dtype_for(hook, prepared: Prepared) -> dict:
-    """``{"dtype": the case's dtype}`` for a term hook that takes one (terms of two precisions)."""
-    return {"dtype": torch_dtype(prepared.case.dtype)} if takes_keyword(hook, "dtype") else {}
+    return dict(hook(prepared.call(), outs))
 
 
 def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
@@ -350,7 +353,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     grad_output layout, and, where several outputs are differentiable, from the first output alone
     (the others unused: their gradients reach the kernel as None where its autograd Function does
     not materialise them, else as zeros); grad_output and the inputs must come out unchanged."""
-    names = spec.grad_inputs
+    names = grad_names(spec, case)
     comparisons: list[Comparison] = []
     problems: list[str] = []
     passes = [("contiguous", False)] + ([(case.grad_layout, False)] if case.grad_layout != "contiguous" else [])
@@ -411,12 +414,12 @@ def check_gradcheck(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
     """torch.autograd.gradcheck in float64 (fast mode), on normal values (no infinities to perturb)
     and without broadcast layouts (gradcheck cannot perturb an element that several indices share)."""
     tensors = {
-        n: replace(r, values="normal", layout=replace(r.layout, expanded=())) if r.dtype in FLOAT_DTYPES else r
+        n: replace(r, values="normal", layout=replace(r.layout, expanded=())) if r is not None and r.dtype in FLOAT_DTYPES else r
         for n, r in case.tensors.items()
     }
     prepared = prepare(replace(case, tensors=tensors), device)
-    kwargs = prepared.kwargs(spec.grad_inputs)
-    names = spec.grad_inputs
+    names = grad_names(spec, case)
+    kwargs = prepared.kwargs(names)
 
     def call(*leaves):
         return fn(**{**kwargs, **dict(zip(names, leaves))})
@@ -443,7 +446,7 @@ def check_guards(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     """Guard bands, gaps and the inputs themselves are bitwise unchanged by forward and backward."""
     prepared = prepare(case, device)
     snaps = prepared.snapshots()
-    names = spec.grad_inputs
+    names = grad_names(spec, case)
     outs = as_outputs(fn(**prepared.kwargs(names)))
     problems = [f"during forward, {c}" for c in prepared.changes(snaps)]
     diff = [o for o in outs if o.requires_grad]
@@ -470,7 +473,7 @@ def check_determinism(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResu
     inputs of its own, built afresh from the case: a kernel that writes into its inputs or its
     grad_output (which the forward, backward and guards checks report) does not read here as
     nondeterministic."""
-    names = spec.grad_inputs
+    names = grad_names(spec, case)
     runs = []
     for _ in range(2):
         kwargs = prepare(case, device).kwargs(names)
@@ -516,10 +519,13 @@ def bad_calls(spec: KernelSpec, case: Case, device) -> Iterator[Rejection]:
     plus the spec's own bad scalars and bad inputs.
 
     Convention for sizes: the first tensor holding a dim defines it; a later tensor whose size
-    disagrees is the one the error must name.
+    disagrees is the one the error must name. An axis that is a product of dims (``TensorArg.dims``)
+    neither defines nor tests a dim: other sizes of it may be valid. An optional tensor the case
+    leaves out has nothing to corrupt.
     """
     valid = prepare(case, device).kwargs()
-    for arg in spec.tensors:
+    passed = [arg for arg in spec.tensors if case.tensors.get(arg.name) is not None]
+    for arg in passed:
         good = valid[arg.name]
         yield Rejection(f"'{arg.name}' on the wrong device", arg.name, {**valid, arg.name: good.to(_wrong_device(device))})
         wrong = [torch.int32] if arg.dtype is None else []
@@ -528,8 +534,10 @@ def bad_calls(spec: KernelSpec, case: Case, device) -> Iterator[Rejection]:
         for dt in wrong:
             yield Rejection(f"'{arg.name}' as {dtype_name(dt)}", arg.name, {**valid, arg.name: good.to(dt)})
     owner: dict[str, str] = {}
-    for arg in spec.tensors:
+    for arg in passed:
         for axis, dim in enumerate(d for d in arg.dims if d != "*batch"):
+            if isinstance(dim, tuple):
+                continue
             if dim in owner:
                 recipe = case.tensors[arg.name]
                 position = len(recipe.shape) - len([d for d in arg.dims if d != "*batch"]) + axis

@@ -36,7 +36,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from harness.case import Case
-from harness.checks import CheckResult, Fn, _grad_outputs, _output_names, _same_bits, as_outputs, prepare
+from harness.checks import CheckResult, Fn, _grad_outputs, _output_names, _same_bits, as_outputs, grad_names, prepare
 from harness.spec import KernelSpec
 from harness.validate import custom_ops_routed
 
@@ -59,11 +59,11 @@ def _call(spec: KernelSpec, fn: Fn, kwargs: dict[str, Any], case: Case, device):
     grads: tuple = ()
     if diff:
         grad_outs = [g.tensor for g in _grad_outputs(case, tuple(diff), device, case.grad_layout)]
-        grads = torch.autograd.grad(diff, [kwargs[n] for n in spec.grad_inputs], grad_outs, allow_unused=True)
+        grads = torch.autograd.grad(diff, [kwargs[n] for n in grad_names(spec, case)], grad_outs, allow_unused=True)
     return [o.detach() for o in outs], [o.requires_grad for o in outs], grads
 
 
-def _compare(spec: KernelSpec, what: str, direct, other) -> list[str]:
+def _compare(spec: KernelSpec, what: str, direct, other, names: tuple[str, ...]) -> list[str]:
     """Bitwise differences between two (outputs, gradients) pairs, named."""
     problems = []
     (outs_a, diff_a, grads_a), (outs_b, diff_b, grads_b) = direct, other
@@ -77,7 +77,7 @@ def _compare(spec: KernelSpec, what: str, direct, other) -> list[str]:
                             f"{'does' if da else 'does not'}")
     if len(grads_a) != len(grads_b):
         problems.append(f"{what} gave {len(grads_b)} gradients, the direct call {len(grads_a)}")
-    for name, a, b in zip(spec.grad_inputs, grads_a, grads_b):
+    for name, a, b in zip(names, grads_a, grads_b):
         if (a is None) != (b is None):
             problems.append(f"grad {name}: {what} gave {'none' if b is None else 'one'}, the direct call "
                             f"{'none' if a is None else 'one'}")
@@ -126,7 +126,8 @@ def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]
     one per op and branch (its bool and string arguments: a no-gradient forward saves nothing):
     ``(op, args, kwargs, whether its outputs held a NaN)``."""
     prepared = prepare(case, device)
-    kwargs = prepared.kwargs(spec.grad_inputs)
+    names = grad_names(spec, case)
+    kwargs = prepared.kwargs(names)
     recorder = _RecordCustomOps()
     with custom_ops_routed():
         with torch.no_grad(), recorder:  # an op's no-gradient branch (nothing saved for a backward)
@@ -138,7 +139,7 @@ def _recorded_calls(spec: KernelSpec, fn: Fn, case: Case, device) -> list[tuple]
             grad_outs = [g.tensor for g in _grad_outputs(case, tuple(diff), device, case.grad_layout)]
             recorder.backward = True
             with recorder:
-                torch.autograd.grad(diff, [kwargs[n] for n in spec.grad_inputs], grad_outs, allow_unused=True)
+                torch.autograd.grad(diff, [kwargs[n] for n in names], grad_outs, allow_unused=True)
     seen, calls = set(), []
     for func, args, kw, in_backward, nan in recorder.calls:
         grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in (*args, *kw.values()))
@@ -354,7 +355,7 @@ def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     entry = _compiled(spec, fn, device)
     problems = []
     for grad in (True, False):
-        names = spec.grad_inputs if grad else ()
+        names = grad_names(spec, case) if grad else ()
         with torch.set_grad_enabled(grad):
             direct = _call(spec, fn, prepare(case, device).kwargs(names), case, device)
         kwargs = prepare(case, device).kwargs(names)
@@ -363,7 +364,7 @@ def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         except Exception as exc:  # noqa: BLE001 - any error of tracing or compiling is the finding
             return CheckResult("compile", False, problems=[_compile_failure(exc)])
         what = "the compiled call" if grad else "the compiled call without gradients"
-        problems += _compare(spec, what, direct, got)
+        problems += _compare(spec, what, direct, got, grad_names(spec, case))
     # A size equal to a list argument's length is static by construction: Dynamo guards on the
     # length of every list it traces (dlrm_embedding's features, one per cardinality).
     lengths = {len(v) for v in kwargs.values() if isinstance(v, (list, tuple))}
@@ -382,7 +383,7 @@ def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
 def _new_values(case: Case) -> Case:
     """The case with other values: every tensor's recipe with another seed (same shape, layout
     and value kind, so the same domain)."""
-    tensors = {n: dataclasses.replace(r, seed=r.seed + 7919) for n, r in case.tensors.items()}
+    tensors = {n: dataclasses.replace(r, seed=r.seed + 7919) if r is not None else None for n, r in case.tensors.items()}
     return dataclasses.replace(case, tensors=tensors)
 
 
@@ -413,7 +414,7 @@ def check_cudagraph(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult
     replayed = [o.clone() for o in captured]
     direct = [o.detach() for o in as_outputs(fn(**fresh))]
     flags = [False] * len(direct)
-    problems = _compare(spec, "the graph's replay on new values", (direct, flags, ()), (replayed, flags[:len(replayed)], ()))
+    problems = _compare(spec, "the graph's replay on new values", (direct, flags, ()), (replayed, flags[:len(replayed)], ()), ())
     return CheckResult("cudagraph", not problems, problems=problems)
 
 

@@ -64,7 +64,7 @@ import torch
 
 from harness.case import Case
 from harness.checks import CHECK_FUNCTIONS, CheckResult, Fn, _same_bits, as_outputs, check_forward, prepare
-from harness.spec import TERM_HOOKS, KernelSpec, takes_keyword
+from harness.spec import TERM_HOOKS, KernelSpec
 
 ALPHA = 1e-6  # false-alarm probability of one dropout-check example (union bound over its tests)
 SEEDS = 3  # masks drawn per example: the case's seed and two more
@@ -179,16 +179,20 @@ def kernel_mask(spec: KernelSpec, fn: Fn, case: Case, device) -> torch.Tensor:
 
 
 def replaying(spec: KernelSpec, fn: Fn, case: Case, device) -> KernelSpec:
-    """``spec`` whose reference applies the kernel's own keep-mask for ``case``, as do its term
-    magnitude hooks where they take the same keyword (the terms depend on what was kept)."""
+    """``spec`` whose reference applies the kernel's own keep-mask for ``case`` (its
+    ``reference_mask`` keyword), and whose numerics hooks see it as ``call.mask`` (the terms
+    depend on what was kept)."""
     mask = kernel_mask(spec, fn, case, device)
-    with_mask = {spec.random.reference_mask: mask}
     numerics = spec.numerics
-    hooks = {hook: functools.partial(getattr(numerics, hook), **with_mask)
-             for hook in TERM_HOOKS
-             if getattr(numerics, hook) is not None
-             and takes_keyword(getattr(numerics, hook), spec.random.reference_mask)}
-    return replace(spec, reference=functools.partial(spec.reference, **with_mask), numerics=replace(numerics, **hooks))
+
+    def with_mask(hook):
+        return lambda call, *rest: hook(replace(call, mask=mask), *rest)
+
+    hooks = {name: with_mask(getattr(numerics, name)) for name in TERM_HOOKS if getattr(numerics, name) is not None}
+    if numerics.approximate_math:
+        hooks["approximate_math"] = {f: with_mask(h) for f, h in numerics.approximate_math.items()}
+    return replace(spec, reference=functools.partial(spec.reference, **{spec.random.reference_mask: mask}),
+                   numerics=replace(numerics, **hooks))
 
 
 def _mask_problems(mask: torch.Tensor, label: str) -> list[str]:

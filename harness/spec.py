@@ -20,6 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from harness.call import Call
 from harness.layouts import LAYOUT_CLASSES
 from harness.values import known_value_kinds
 
@@ -95,18 +96,22 @@ class TilingCase:
 class TensorArg:
     """One tensor argument of the kernel.
 
-    ``dims`` names its sizes, outermost first (``("*batch", "rows", "cols")``). ``values`` names the
-    value kinds to draw from (see ``harness.values``). ``dtype`` pins a dtype (token ids are int64
-    whatever the case's dtype); ``None`` means the case's dtype. ``layouts`` restricts the layout
-    classes drawn (all by default).
+    ``dims`` names its sizes, outermost first (``("*batch", "rows", "cols")``); an entry that is a
+    tuple of dim names is one axis of their product (grouped-query attention's q has
+    ``("kv_heads", "group")`` heads). ``values`` names the value kinds to draw from (see
+    ``harness.values``). ``dtype`` pins a dtype (token ids are int64 whatever the case's dtype);
+    ``None`` means the case's dtype. ``layouts`` restricts the layout classes drawn (all by
+    default). ``optional`` tensors are drawn as passed or as ``None`` (a LayerNorm without a
+    weight): the call, the reference and the hooks see ``None`` where a case leaves one out.
     """
 
     name: str
-    dims: tuple[str, ...]
+    dims: tuple[str | tuple[str, ...], ...]
     grad: bool = False
     values: tuple[str, ...] = ("normal",)
     dtype: str | None = None
     layouts: tuple[str, ...] = LAYOUT_CLASSES
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,12 +163,15 @@ class Implementation:
 
 @dataclass(frozen=True)
 class BenchShape:
-    """One fixed benchmark point: the dims, the dtype and (optionally) scalars."""
+    """One fixed benchmark point: the dims, the dtype, (optionally) scalars, and the optional
+    tensors it leaves out."""
 
     dims: Mapping[str, int]
     dtype: str
     scalars: Mapping[str, Any] = field(default_factory=dict)
     quick: bool = False
+    # Optional tensors this benchmark's call leaves out (every tensor is passed by default).
+    absent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,18 +191,26 @@ class OptionalPeer:
     applies: Callable[[Mapping[str, Any]], bool] | None = None
 
 
+def _no_flops(call: Call) -> float:
+    return 0.0
+
+
 @dataclass(frozen=True)
 class PerfModel:
-    """Minimum bytes moved and flops of one call, as functions of a case's dims and dtype.
+    """Minimum bytes moved and flops of one call, each a function of the ``harness.call.Call`` at a
+    benchmark shape: its tensors on the meta device (shapes, dtypes, and None for an optional
+    tensor left out), its scalars, ``dims`` and ``dtype``.
 
     The harness divides these by measured time to place a kernel against the device's copy
     bandwidth or matmul peak. ``backward_bytes``/``backward_flops`` cover the backward pass alone.
+    (A function of ``(dims, dtype name)``, the form before ``Call``, still works, with a
+    DeprecationWarning.)
     """
 
-    bytes_moved: Callable[[Mapping[str, int], str], float]
-    flops: Callable[[Mapping[str, int], str], float] = lambda dims, dtype: 0.0
-    backward_bytes: Callable[[Mapping[str, int], str], float] | None = None
-    backward_flops: Callable[[Mapping[str, int], str], float] | None = None
+    bytes_moved: Callable[[Call], float]
+    flops: Callable[[Call], float] = _no_flops
+    backward_bytes: Callable[[Call], float] | None = None
+    backward_flops: Callable[[Call], float] | None = None
     shapes: tuple[BenchShape, ...] = ()
     # Other libraries' implementations of the op, timed beside eager and torch.compile as the bar a
     # kernel must clear (torch's scaled_dot_product_attention for attention): a callable taking the
@@ -231,8 +247,9 @@ class RandomSpec:
     reference_mask: str = "mask"
 
 
-# A scalar argument's Hypothesis strategy, or a callable taking the case's drawn sizes (dim name ->
-# size; '*batch' -> list of sizes) and returning the strategy.
+# A scalar argument's Hypothesis strategy, or a callable taking what the case drew before its
+# scalars and returning the strategy: a ``harness.call.Drawn``, the sizes as a mapping (dim name ->
+# size; '*batch' -> list of sizes) with ``present``, the tensors the call passes.
 ScalarStrategy = st.SearchStrategy[Any] | Callable[[Mapping[str, Any]], st.SearchStrategy[Any]]
 
 
@@ -251,9 +268,11 @@ class Numerics:
     (``KernelSpec.numerics``); every field has a default that suits a kernel whose outputs are
     rounded once from sums that do not cancel.
 
-    The term hooks are called like the reference, with the fp64 inputs; a hook with a ``dtype``
-    parameter also gets the case's torch dtype (terms of mixed precisions), and a random spec's
-    hooks with its ``reference_mask`` keyword get the kernel's keep-mask.
+    Every hook takes the call (``harness.call.Call``: the fp64 copies of the case's tensors and its
+    scalars in ``kwargs``, its ``dims``, its ``dtype`` for terms of mixed precisions and, for a
+    random spec, the kernel's keep-mask as ``mask``); the gradient hooks also take
+    ``grad_outputs`` (fp64), one per differentiable output. A hook written the way older specs
+    wrote them, taking the reference's arguments by name, still works, with a DeprecationWarning.
     """
 
     # The budget: a multiple of eager's own error (>= 1), or one per dtype name.
@@ -263,26 +282,26 @@ class Numerics:
     # Per output, a tensor of the sum of |terms| each element is summed from (or None): the scale
     # at which a reordered sum legitimately differs. The forward envelope never drops below one ulp
     # of it. For outputs that cancel, e.g. attention's softmax(qk) @ v.
-    term_magnitudes: Callable[..., Any] | None = None
-    # The same for gradients, also given ``grad_outputs`` (fp64): {input name: sum of |terms| of
+    term_magnitudes: Callable[[Call], Any] | None = None
+    # The same for gradients, ``(call, grad_outputs)``: {input name: sum of |terms| of
     # each gradient element}. For gradients that are sums over many contributions, e.g. an
     # embedding's scatter-add.
-    gradient_term_magnitudes: Callable[..., Any] | None = None
+    gradient_term_magnitudes: Callable[[Call, Any], Any] | None = None
     # For gradients summed from many terms that are each rounded to the case's dtype first
     # (attention's dS before dS K): called like gradient_term_magnitudes, returns {input name: the
     # root-sum-square of those terms per gradient element}. Independent roundings of n terms add
     # up like a random walk, so their error is about a unit roundoff of this, not of the sum of
     # |terms| (sqrt(n) times larger). The gradient's envelope never drops below a unit roundoff of
     # it: it stands in for eager where eager's own roundings happened to cancel along a whole row.
-    gradient_rounded_terms: Callable[..., Any] | None = None
+    gradient_rounded_terms: Callable[[Call, Any], Any] | None = None
     # The dtype whose ulp the terms of the hooks above carry, where finer than the output's:
     # "float32" for sums a kernel forms in fp32 from exact inputs (None: the output's dtype).
     term_precision: str | None = None
     # The GPU's approximate functions the kernel uses ("exp", "sigmoid": harness.approximate), each
-    # with a hook called like the reference on the fp64 inputs that returns, per output, the
+    # with a hook of the call (fp64 inputs) that returns, per output, the
     # function's argument for each element (or None for an output without it). An element within
     # the function's documented error at that argument passes whatever the budget.
-    approximate_math: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    approximate_math: Mapping[str, Callable[[Call], Any]] = field(default_factory=dict)
 
     def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:
         """The error budget for ``dtype``: the declared multiple (``gradient_error_multiple`` for
@@ -356,6 +375,9 @@ class KernelSpec:
                     f"Implementation, got {exc}"
                 ) from None
         object.__setattr__(self, "implementations", impls)
+        object.__setattr__(self, "numerics", _numerics_of_calls(self))
+        if self.perf is not None:
+            object.__setattr__(self, "perf", _perf_of_calls(self))
 
     # ---- derived views -------------------------------------------------------------------
     @property
@@ -436,7 +458,15 @@ def _validate(spec: KernelSpec) -> None:
     for t in spec.tensors:
         if not isinstance(t, TensorArg):
             fail("tensors", f"entries must be TensorArg, got {type(t).__name__}")
-        for d in t.dims:
+        for entry in t.dims:
+            if isinstance(entry, tuple):
+                if not entry or BATCH in entry or not all(isinstance(d, str) for d in entry):
+                    fail(f"tensors[{t.name!r}].dims", f"a product entry is a non-empty tuple of dim names other than '*batch', got {entry!r}")
+                unknown = [d for d in entry if d not in spec.dims]
+                if unknown:
+                    fail(f"tensors[{t.name!r}].dims", f"names dims {unknown}, which are not in dims {sorted(spec.dims)}")
+                continue
+            d = entry
             if d == BATCH:
                 if not any(isinstance(v, Batch) for v in spec.dims.values()) and BATCH not in spec.dims:
                     fail(f"tensors[{t.name!r}].dims", "uses '*batch' but dims has no Batch entry named '*batch'")
@@ -452,6 +482,8 @@ def _validate(spec: KernelSpec) -> None:
             fail(f"tensors[{t.name!r}].layouts", f"must be a non-empty subset of {LAYOUT_CLASSES}, got {t.layouts}")
         if t.dtype is not None and t.dtype not in ALL_DTYPES:
             fail(f"tensors[{t.name!r}].dtype", f"unknown dtype {t.dtype!r}; expected one of {ALL_DTYPES}")
+        if not isinstance(t.optional, bool):
+            fail(f"tensors[{t.name!r}].optional", f"must be True or False, got {t.optional!r}")
         if t.grad and t.dtype is not None and t.dtype not in FLOAT_DTYPES:
             fail(f"tensors[{t.name!r}].grad", f"a {t.dtype} tensor cannot take gradients")
     for dim_name, dim in spec.dims.items():
@@ -564,15 +596,86 @@ def _validate(spec: KernelSpec) -> None:
                 fail("perf.shapes", f"shape {dict(shape.dims)} lacks dims {missing}")
             if shape.dtype not in spec.dtypes:
                 fail("perf.shapes", f"dtype {shape.dtype!r} is not among the spec's dtypes {spec.dtypes}")
+            optional = {t.name for t in spec.tensors if t.optional}
+            if not set(shape.absent) <= optional:
+                fail("perf.shapes", f"absent names {sorted(set(shape.absent) - optional)}, not optional tensors of "
+                     f"the spec (optional: {sorted(optional)})")
 
 
 # The Numerics hooks that size the error budget from the inputs (validated alike; a random spec's
 # are handed the replayed keep-mask alike).
 TERM_HOOKS = ("term_magnitudes", "gradient_term_magnitudes", "gradient_rounded_terms")
+PERF_FUNCTIONS = ("bytes_moved", "flops", "backward_bytes", "backward_flops")
 
 
-def takes_keyword(hook: Callable[..., Any], name: str) -> bool:
-    """Whether a spec hook has a parameter ``name``: the harness passes optional context (a
-    dropout mask, the case's dtype) only to hooks that ask for it."""
-    return name in inspect.signature(hook).parameters
+# ---- hooks written before ``Call`` --------------------------------------------------------------
+# Older specs wrote numerics hooks that take the reference's arguments by name (with ``dtype`` and
+# the random spec's mask keyword where they asked for them) and performance functions of ``(dims,
+# dtype name)``. Each such function is recognised once, when its spec is built, and wrapped into
+# the function of a ``Call`` that the harness calls, with a DeprecationWarning naming it.
 
+
+def _takes_arguments_by_name(spec: KernelSpec, hook: Callable[..., Any]) -> bool:
+    """Whether a numerics hook is of the older form: it names one of the spec's arguments, or takes
+    them all as ``**kwargs``."""
+    names = {t.name for t in spec.tensors} | set(spec.scalars)
+    params = inspect.signature(hook).parameters.values()
+    return any(p.kind is p.VAR_KEYWORD or p.name in names for p in params)
+
+
+def _of_call(hook: Callable[..., Any], mask_keyword: str | None, gradient: bool) -> Callable[..., Any]:
+    params = inspect.signature(hook).parameters
+    wants_dtype = "dtype" in params
+    wants_mask = mask_keyword is not None and mask_keyword in params
+
+    def hook_of_call(call: Call, grad_outputs: Any = None) -> Any:
+        extra: dict[str, Any] = {"grad_outputs": grad_outputs} if gradient else {}
+        if wants_dtype:
+            extra["dtype"] = call.dtype
+        if wants_mask and call.mask is not None:
+            extra[mask_keyword] = call.mask
+        return hook(**call.kwargs, **extra)
+
+    return hook_of_call
+
+
+def _deprecated(spec: KernelSpec, names: list[str], form: str) -> None:
+    if names:
+        verb, it = ("take", "them") if len(names) > 1 else ("takes", "it")
+        warnings.warn(f"spec {spec.name!r}: {', '.join(names)} {verb} {form}; write {it} as a function of the call "
+                      "(harness.call.Call)", DeprecationWarning, stacklevel=4)
+
+
+def _numerics_of_calls(spec: KernelSpec) -> Numerics:
+    """``spec.numerics`` with every hook of the older form wrapped into a function of the call."""
+    numerics, mask_keyword = spec.numerics, spec.random.reference_mask if spec.random is not None else None
+    changes: dict[str, Any] = {}
+    for name in TERM_HOOKS:
+        hook = getattr(numerics, name)
+        if hook is not None and _takes_arguments_by_name(spec, hook):
+            changes[name] = _of_call(hook, mask_keyword, gradient=name != "term_magnitudes")
+    approximate = {function: _of_call(hook, mask_keyword, gradient=False) if _takes_arguments_by_name(spec, hook) else hook
+                   for function, hook in numerics.approximate_math.items()}
+    if any(approximate[f] is not h for f, h in numerics.approximate_math.items()):
+        changes["approximate_math"] = approximate
+    older = [f"numerics.{n}" for n in changes if n != "approximate_math"]
+    older += [f"numerics.approximate_math[{f!r}]" for f, h in numerics.approximate_math.items() if approximate[f] is not h]
+    _deprecated(spec, older, "the reference's arguments by name")
+    return replace(numerics, **changes) if changes else numerics
+
+
+def _perf_of_calls(spec: KernelSpec) -> PerfModel:
+    """``spec.perf`` with every function of ``(dims, dtype name)`` wrapped into a function of the call."""
+    perf = spec.perf
+    changes = {}
+    for name in PERF_FUNCTIONS:
+        fn = getattr(perf, name)
+        if fn is None:
+            continue
+        required = [p for p in inspect.signature(fn).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+        if len(required) == 2:
+            changes[name] = lambda call, fn=fn: fn({k: v for k, v in call.dims.items() if k != BATCH},
+                                                   str(call.dtype).removeprefix("torch."))
+    _deprecated(spec, [f"perf.{n}" for n in changes], "(dims, dtype)")
+    return replace(perf, **changes) if changes else perf

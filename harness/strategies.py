@@ -8,11 +8,14 @@ toward a small, contiguous, seed-0 case, so a counterexample reads easily.
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import seed as hyp_seed
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from harness.call import Drawn
 from harness.case import Case, TensorRecipe
 from harness.layouts import LAYOUT_CLASSES, Layout
 from harness.spec import BATCH, Batch, Dim, KernelSpec, TilingCase
@@ -119,24 +122,31 @@ def layouts(draw, shape: tuple[int, ...], allowed: tuple[str, ...] = LAYOUT_CLAS
     return merged
 
 
-def tensor_shape(dims: tuple[str, ...], sizes_by_name: dict[str, object]) -> tuple[int, ...]:
+def tensor_shape(dims: tuple, sizes_by_name: dict[str, object]) -> tuple[int, ...]:
+    """A tensor's shape from its dims entries: a name's size, '*batch''s sizes, or (for a tuple of
+    names) the product of their sizes."""
     shape: list[int] = []
     for d in dims:
-        value = sizes_by_name[d]
-        shape.extend(value if d == BATCH else [value])  # type: ignore[arg-type]
+        if isinstance(d, tuple):
+            shape.append(math.prod(sizes_by_name[n] for n in d))  # type: ignore[misc]
+        else:
+            value = sizes_by_name[d]
+            shape.extend(value if d == BATCH else [value])  # type: ignore[arg-type]
     return tuple(shape)
 
 
-def scalar_strategy(strategy, dims: dict[str, object]) -> st.SearchStrategy:
-    """A spec's scalar strategy; one given as a function of the drawn sizes is called with them."""
-    return strategy if isinstance(strategy, st.SearchStrategy) else strategy(dims)
+def scalar_strategy(strategy, drawn: Drawn) -> st.SearchStrategy:
+    """A spec's scalar strategy; one given as a function is called with what the case drew before
+    its scalars (``harness.call.Drawn``: the sizes, and the tensors the call passes)."""
+    return strategy if isinstance(strategy, st.SearchStrategy) else strategy(drawn)
 
 
 @st.composite
 def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool, pinned: TilingCase | None = None) -> Case:
-    """A whole case for ``spec`` in ``dtype``: dims, then each tensor's layout, values and seed.
-    ``pinned`` (a spec's ``TilingCase``) fixes the sizes and scalars it names, and makes every
-    tensor contiguous with its first value kind."""
+    """A whole case for ``spec`` in ``dtype``: dims, then each tensor (whether an optional one is
+    passed, its layout, values and seed), then the scalars. ``pinned`` (a spec's ``TilingCase``)
+    fixes the sizes and scalars it names, passes every optional tensor, and makes every tensor
+    contiguous with its first value kind."""
     fixed_dims = dict(pinned.dims) if pinned else {}
     fixed_scalars = dict(pinned.scalars) if pinned else {}
     drawn: dict[str, object] = {}
@@ -145,8 +155,11 @@ def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool, pinned: TilingCase |
             drawn[name] = list(fixed_dims[name]) if isinstance(dim, Batch) else fixed_dims[name]
             continue
         drawn[name] = draw(batch_sizes(dim, on_gpu) if isinstance(dim, Batch) else sizes(dim, on_gpu))
-    tensors = {}
+    tensors: dict[str, TensorRecipe | None] = {}
     for arg in spec.tensors:
+        if arg.optional and not pinned and not draw(st.booleans()):
+            tensors[arg.name] = None  # shrinks toward the call without it
+            continue
         shape = tensor_shape(arg.dims, drawn)
         tensors[arg.name] = TensorRecipe(
             shape=shape,
@@ -156,7 +169,8 @@ def cases(draw, spec: KernelSpec, dtype: str, on_gpu: bool, pinned: TilingCase |
             values=arg.values[0] if pinned else draw(st.sampled_from(arg.values)),
             seed=draw(SEEDS),
         )
-    scalars = {name: fixed_scalars[name] if name in fixed_scalars else draw(scalar_strategy(strategy, drawn))
+    before = Drawn(drawn, frozenset(n for n, r in tensors.items() if r is not None))
+    scalars = {name: fixed_scalars[name] if name in fixed_scalars else draw(scalar_strategy(strategy, before))
                for name, strategy in spec.scalars.items()}
     return Case(
         spec=spec.name,

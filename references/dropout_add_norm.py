@@ -103,7 +103,7 @@ def term_magnitudes(
 def gradient_term_magnitudes(
     x: torch.Tensor, residual: torch.Tensor, bias: torch.Tensor | None, weight: torch.Tensor | None,
     norm_bias: torch.Tensor | None, grad_outputs, *, p: float, norm: str, eps: float, prenorm: bool,
-    mask: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None, **_,
 ) -> dict[str, torch.Tensor]:
     """Term magnitudes of each gradient: those of the norm of s (``references.layer_norm`` or
     ``references.rms_norm``), whose input gradient reaches residual as is and x through the mask

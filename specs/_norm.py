@@ -1,5 +1,5 @@
-"""What the normalisation specs share: generators of the hard cases, the call wrappers that choose
-which optional tensors a call passes, and the performance model (bytes moved, benchmark shapes).
+"""What the normalisation specs share: generators of the hard cases, their tiling cases, and the
+performance model (bytes moved, benchmark shapes).
 
 A leading underscore keeps the registry from looking for a spec here.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from harness import BenchShape, TilingCase
-from harness import torch_dtype
 
 # Value kinds of a norm's input: the usual scales, the extremes (huge: 1e4 and up, where fp16
 # squares overflow; tiny: 1e-12, variance far below eps) and rows whose statistics are degenerate.
@@ -19,16 +18,10 @@ WEIGHT_VALUES = ("normal", "small", "positive")
 EPS = st.sampled_from((1e-5, 1e-6, 1e-12, 0.1)) | st.floats(1e-8, 1e-2)
 BAD_EPS = [-1e-5, float("nan"), float("inf")]
 
-# Which optional per-column tensors a call passes: the spec always generates them, so the contract
-# check has each one to corrupt; the wrappers validate every generated tensor with the kernel's
-# own validation (a corrupted tensor raises even when this call would leave it out) and then drop
-# the ones the choice leaves out. The reference drops the same ones.
-AFFINE = ("weight+bias", "weight", "bias", "none")
-
 # The norms' tiling paths at CPU scale (kernels/_norm.py's small tiles: 64-column blocks, backward
 # tiles of 4 rows, row groups of 2 tiles, each group one row of weight-gradient partial sums).
-# ``scalars`` pins the options that give every weight and bias vector (the paths read them block by
-# block, and gradients of each are reduced over the row groups).
+# Every optional weight and bias vector is passed (the paths read them block by block, and
+# gradients of each are reduced over the row groups); ``scalars`` pins options the paths need.
 def tiling_cases(**scalars) -> tuple[TilingCase, ...]:
     return (
         TilingCase("rows of three 64-column blocks, the last partial (the streamed forward, the backward's "
@@ -39,22 +32,23 @@ def tiling_cases(**scalars) -> tuple[TilingCase, ...]:
     )
 
 
-def keep(choice: str, name: str, tensor):
-    """``tensor`` if ``choice`` (an AFFINE entry) passes ``name``, else None."""
-    return tensor if name in choice.split("+") else None
-
-
 # ---- performance model ------------------------------------------------------------------------
 
 
-def elements(dims) -> int:
-    return dims.get("batch", 1) * dims["rows"] * dims["cols"]
+def elements(call) -> int:
+    """The rows x cols elements of a call's input (its batch dims folded into the rows)."""
+    return call["x"].numel()
 
 
-def row_bytes(dims, dtype, passes: int, vectors: int = 0) -> float:
-    """``passes`` full reads/writes of rows x cols plus ``vectors`` per-column vectors, in dtype."""
-    size = torch_dtype(dtype).itemsize
-    return (passes * elements(dims) + vectors * dims["cols"]) * size
+def row_bytes(call, passes: int, vectors: int = 0) -> float:
+    """``passes`` full reads/writes of the input's elements plus ``vectors`` per-column vectors (the
+    weight, biases and their gradients a call passes), in the call's dtype."""
+    return (passes * elements(call) + vectors * call["x"].shape[-1]) * call.dtype.itemsize
+
+
+def vectors(call, *names: str) -> int:
+    """How many of the per-column tensors ``names`` the call passes."""
+    return sum(call.passes(name) for name in names)
 
 
 # Hidden sizes 256..16384 at 16M elements per tensor (32 MB in bf16: beyond the H100's L2 once

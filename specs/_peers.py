@@ -10,7 +10,6 @@ where noted; a variant Liger does not implement is not timed (``applies``).
 from __future__ import annotations
 
 from harness import OptionalPeer
-from specs import _norm
 
 LIGER = "pip install liger-kernel"
 
@@ -22,30 +21,26 @@ def _liger_softmax():
 
 
 def _liger_layer_norm():
-    import torch
     from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 
-    def layer_norm(x, weight, bias, eps, affine):
+    def layer_norm(x, weight, bias, eps):
         # Liger takes both vectors: a left-out one is its identity (ones, zeros), the same function
-        w = _norm.keep(affine, "weight", weight)
-        b = _norm.keep(affine, "bias", bias)
-        w = torch.ones_like(weight) if w is None else w
-        b = torch.zeros_like(bias) if b is None else b
+        cols = x.shape[-1:]
+        w = x.new_ones(cols) if weight is None else weight
+        b = x.new_zeros(cols) if bias is None else bias
         return LigerLayerNormFunction.apply(x, w, b, eps)
 
     return layer_norm
 
 
 def _liger_rms_norm():
-    import torch
     from liger_kernel.ops.rms_norm import LigerRMSNormFunction
 
-    def rms_norm(x, weight, eps, weight_offset, scale):
-        w = weight if scale != "none" else torch.ones_like(weight)
-        offset = weight_offset if scale == "offset_weight" else 0.0
+    def rms_norm(x, weight, eps, weight_offset):
+        w = x.new_ones(x.shape[-1:]) if weight is None else weight
         # in_place=False: Liger's default writes dX into dY, which the benchmark's other
         # implementations read after it
-        return LigerRMSNormFunction.apply(x, w, eps, offset, "llama", False)
+        return LigerRMSNormFunction.apply(x, w, eps, weight_offset, "llama", False)
 
     return rms_norm
 

@@ -4,7 +4,6 @@
 from hypothesis import strategies as st
 
 from harness import Batch, BenchShape, Dim, Implementation, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.add_mul_act as kernel
 import kernels.cuda.add_mul_act as cuda_kernel
@@ -12,20 +11,18 @@ import references.add_mul_act as reference
 from specs import _elementwise, _unreached
 
 
-def _elements(dims):
-    return dims["rows"] * dims["cols"]
+def _elements(call):
+    return call["x"].numel()
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read x and y, write the output; bias (one row) is negligible but counted."""
-    size = torch_dtype(dtype).itemsize
-    return (3 * _elements(dims) + dims["cols"]) * size
+    return (3 * _elements(call) + call["bias"].numel()) * call.dtype.itemsize
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read x, y, grad; write grad_x and grad_y (grad_bias is one row)."""
-    size = torch_dtype(dtype).itemsize
-    return (5 * _elements(dims) + 2 * dims["cols"]) * size
+    return (5 * _elements(call) + 2 * call["bias"].numel()) * call.dtype.itemsize
 
 
 SPEC = KernelSpec(
@@ -69,7 +66,7 @@ SPEC = KernelSpec(
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
-        flops=lambda dims, dtype: 12.0 * _elements(dims),
+        flops=lambda call: 12.0 * _elements(call),
         shapes=(
             BenchShape({"rows": 65536, "cols": 512}, "float32", {"alpha": 0.5, "activation": "relu"}, quick=True),
             BenchShape({"rows": 262144, "cols": 1024}, "float32", {"alpha": 0.5, "activation": "relu"}),

@@ -3,25 +3,24 @@
 from hypothesis import strategies as st
 
 from harness import Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.bias_gelu as kernel
 import references.bias_gelu as reference
 from specs import _elementwise, _unreached
 
 
-def _elements(dims):
-    return dims["rows"] * dims["cols"]
+def _elements(call):
+    return call["x"].numel()
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read x (and bias, one row), write the output."""
-    return (2 * _elements(dims) + dims["cols"]) * torch_dtype(dtype).itemsize
+    return (2 * _elements(call) + call["bias"].numel()) * call.dtype.itemsize
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read x and grad, write grad_x; bias and grad_bias are one row each."""
-    return (3 * _elements(dims) + 2 * dims["cols"]) * torch_dtype(dtype).itemsize
+    return (3 * _elements(call) + 2 * call["bias"].numel()) * call.dtype.itemsize
 
 
 def _shape(rows, cols, dtype, approximate, quick=False):
@@ -60,7 +59,7 @@ SPEC = KernelSpec(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
         # per element: the add, then ~25 (tanh form) to ~35 (erf form) fp32 operations
-        flops=lambda dims, dtype: 30.0 * _elements(dims),
+        flops=lambda call: 30.0 * _elements(call),
         shapes=(
             # the peers' point (torch.compile: 93% of copy bandwidth on the H100)
             _shape(8192, 16384, "bfloat16", "tanh", quick=True),

@@ -14,7 +14,6 @@ program in lookup order; no atomics (see ``kernels/dlrm_embedding.py``).
 from hypothesis import strategies as st
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.dlrm_embedding as kernel
 import references.dlrm_embedding as reference
@@ -34,14 +33,16 @@ def _lookups(dims):
     return dims["batch"] * dims["features"]
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read the ids and one weight row per lookup, write the rows."""
-    return _lookups(dims) * (8 + 2 * dims["dim"] * torch_dtype(dtype).itemsize)
+    dims = call.dims
+    return _lookups(dims) * (8 + 2 * dims["dim"] * call.dtype.itemsize)
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read the output's gradient; write the whole (dense) gradient of the weights."""
-    size = torch_dtype(dtype).itemsize
+    dims = call.dims
+    size = call.dtype.itemsize
     return (_lookups(dims) + dims["rows"]) * dims["dim"] * size
 
 
@@ -57,7 +58,8 @@ SPEC = KernelSpec(
     description="hashed embedding lookup over concatenated tables: weights[offset_f + (id + 1) mod card_f]",
     reference=reference.dlrm_embedding,
     numerics=Numerics(
-        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        gradient_term_magnitudes=lambda call, grad_outputs: reference.gradient_term_magnitudes(
+            **call.kwargs, grad_outputs=grad_outputs),
         term_precision="float32",  # 16-bit tables' gradients are summed in fp32 (fp32 tables in fp64)
         error_multiple=1.0,  # the forward copies rows: nothing to round
         # The backward sums each row's repeated lookups, in another order than eager's: the standard

@@ -1,7 +1,6 @@
 """DLRM dot interaction: the Triton kernel against eager ``bmm`` + ``tril_indices`` gather."""
 
 from harness import BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.dlrm_interaction as kernel
 import references.dlrm_interaction as reference
@@ -12,16 +11,18 @@ def _pairs(dims):
     return t * (t - 1) // 2
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read dense and sparse, write dense again and the pairs."""
+    dims = call.dims
     b, d = dims["batch"], dims["dim"]
-    return b * ((d + dims["features"] * d) + (d + _pairs(dims))) * torch_dtype(dtype).itemsize
+    return b * ((d + dims["features"] * d) + (d + _pairs(dims))) * call.dtype.itemsize
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read the output's gradient, dense and sparse; write their gradients."""
+    dims = call.dims
     b, d = dims["batch"], dims["dim"]
-    return b * ((d + _pairs(dims)) + 2 * (d + dims["features"] * d)) * torch_dtype(dtype).itemsize
+    return b * ((d + _pairs(dims)) + 2 * (d + dims["features"] * d)) * call.dtype.itemsize
 
 
 def _shape(batch, dim, dtype, quick=False):
@@ -33,8 +34,9 @@ SPEC = KernelSpec(
     description="DLRM dot interaction: concat(dense, strict lower triangle of Z Z^T), Z = stack(dense, sparse)",
     reference=reference.dlrm_interaction,
     numerics=Numerics(
-        term_magnitudes=reference.term_magnitudes,
-        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_magnitudes=lambda call: reference.term_magnitudes(**call.kwargs),
+        gradient_term_magnitudes=lambda call, grad_outputs: reference.gradient_term_magnitudes(
+            **call.kwargs, grad_outputs=grad_outputs),
         term_precision="float32",  # tl.dot accumulates exact 16-bit products in fp32
         # fp32 pairs are dot products of dim terms that may cancel; the kernel's tl.dot sums them in
         # another order than eager's bmm (the term magnitudes floor the envelope at an ulp of the
@@ -70,8 +72,8 @@ SPEC = KernelSpec(
         backward_bytes=_backward_bytes,
         # Each pair is a dot product of dim terms (the kernel forms the full Gram tile, but only the
         # triangle is useful work); the backward's (G + G^T) Z is two such products per pair.
-        flops=lambda dims, dtype: 2.0 * dims["batch"] * _pairs(dims) * dims["dim"],
-        backward_flops=lambda dims, dtype: 4.0 * dims["batch"] * _pairs(dims) * dims["dim"],
+        flops=lambda call: 2.0 * call.dims["batch"] * _pairs(call.dims) * call.dims["dim"],
+        backward_flops=lambda call: 4.0 * call.dims["batch"] * _pairs(call.dims) * call.dims["dim"],
         shapes=(
             _shape(2048, 64, "float16"),
             _shape(16384, 128, "float16", quick=True),

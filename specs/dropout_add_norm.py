@@ -10,7 +10,6 @@ from harness.spec import RandomSpec
 
 import kernels.dropout_add_norm as kernel
 import references.dropout_add_norm as reference
-from kernels import _norm as kernel_norm
 from specs import _norm, _unreached
 
 # Drop probabilities: the edges (p = 0 is the deterministic op, p = 1 drops everything) and common
@@ -20,47 +19,17 @@ P = st.sampled_from((0.0, 0.1, 0.5, 0.9, 1.0)) | st.floats(0.0, 0.95)
 SEED = st.sampled_from((0, 1, 2**31 - 1, 2**32 - 1, 2**32, 2**63 - 1)) | st.integers(0, 2**63 - 1)
 
 
-def _optional(bias, weight, norm_bias, norm, affine, with_bias):
-    """(bias, weight, norm_bias) that this call passes (specs/_norm.py: every tensor is generated,
-    the drawn choice decides which the call passes; RMSNorm has no norm_bias)."""
-    return (
-        bias if with_bias else None,
-        _norm.keep(affine, "weight", weight),
-        _norm.keep(affine, "bias", norm_bias) if norm == "layer" else None,
-    )
+def _norms(drawn):
+    """LayerNorm or RMSNorm; RMSNorm only where the call passes no norm_bias (it has none)."""
+    return st.just("layer") if "norm_bias" in drawn.present else st.sampled_from(kernel.NORMS)
 
 
-def _triton(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine, with_bias):
-    # Validate every generated argument, passed or not: norm_bias on its own for RMSNorm, which
-    # rejects any norm_bias at all.
-    kernel.check_arguments(x, residual, bias, weight, norm_bias if norm != "rms" else None,
-                           p=p, seed=seed, norm=norm, eps=eps)
-    kernel_norm.check_row_tensor(kernel.OP, "norm_bias", norm_bias, x, "one value per element of x's last dimension")
-    b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
-    return kernel.dropout_add_norm(x, residual, b, w, nb, p=p, seed=seed, norm=norm, eps=eps,
-                                   prenorm=prenorm, return_mask=return_mask)
+def _terms(call):
+    return reference.term_magnitudes(**call.kwargs, mask=call.mask)
 
 
-def _reference(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine, with_bias,
-               mask=None):
-    """The eager composite. Without ``mask`` it draws its own with torch's dropout (benchmarks time
-    that); the harness passes the kernel's mask as ``mask`` to compare values."""
-    b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
-    return reference.dropout_add_norm(x, residual, b, w, nb, p=p, seed=seed, norm=norm, eps=eps,
-                                      prenorm=prenorm, return_mask=return_mask, mask=mask)
-
-
-def _terms(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine, with_bias,
-           mask=None):
-    b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
-    return reference.term_magnitudes(x, residual, b, w, nb, p=p, norm=norm, eps=eps, mask=mask)
-
-
-def _gradient_terms(x, residual, bias, weight, norm_bias, p, seed, norm, eps, prenorm, return_mask, affine,
-                    with_bias, grad_outputs, mask=None):
-    b, w, nb = _optional(bias, weight, norm_bias, norm, affine, with_bias)
-    return reference.gradient_term_magnitudes(x, residual, b, w, nb, grad_outputs, p=p, norm=norm, eps=eps,
-                                              prenorm=prenorm, mask=mask)
+def _gradient_terms(call, grad_outputs):
+    return reference.gradient_term_magnitudes(**call.kwargs, grad_outputs=grad_outputs, mask=call.mask)
 
 
 def _other_dtype(kw):
@@ -78,34 +47,35 @@ def _other_dtype(kw):
 # forward + backward moves at least 3 + 5 = 8 passes. The column gradients are 3 rows.
 
 
-def _forward_bytes(dims, dtype):
-    return _norm.row_bytes(dims, dtype, passes=3, vectors=3)
+def _forward_bytes(call):
+    return _norm.row_bytes(call, passes=3, vectors=_norm.vectors(call, "bias", "weight", "norm_bias"))
 
 
-def _backward_bytes(dims, dtype):
-    return _norm.row_bytes(dims, dtype, passes=5, vectors=4)
+def _backward_bytes(call):
+    return _norm.row_bytes(call, passes=5, vectors=_norm.vectors(call, "weight") + _norm.vectors(call, "bias", "weight", "norm_bias"))
 
 
-_BENCH_SCALARS = {"p": 0.1, "seed": 1234, "norm": "layer", "eps": 1e-5, "prenorm": False, "return_mask": False,
-                  "affine": "weight+bias", "with_bias": True}
+_BENCH_SCALARS = {"p": 0.1, "seed": 1234, "norm": "layer", "eps": 1e-5, "prenorm": False, "return_mask": False}
 
 SPEC = KernelSpec(
     name="dropout_add_norm",
     description="norm(dropout(x + bias, p) + residual), LayerNorm or RMSNorm; prenorm sum and keep-mask optional",
-    reference=_reference,
+    # Without ``mask`` the reference draws its own with torch's dropout (benchmarks time that); the
+    # harness passes the kernel's mask as ``mask`` to compare values.
+    reference=reference.dropout_add_norm,
     numerics=Numerics(
         term_magnitudes=_terms,  # given the kernel's mask when the harness replays it
         gradient_term_magnitudes=_gradient_terms,
         error_multiple=2.0,
     ),
-    implementations={"triton": _triton},
+    implementations={"triton": kernel.dropout_add_norm},
     tensors=(
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=_norm.INPUT_VALUES + ("zero_rows",)),
         TensorArg("residual", dims=("*batch", "rows", "cols"), grad=True,
                   values=("normal", "large", "small", "zero_rows", "constant_rows")),
-        TensorArg("bias", dims=("cols",), grad=True, values=("normal", "small")),
-        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES),
-        TensorArg("norm_bias", dims=("cols",), grad=True, values=("normal",)),
+        TensorArg("bias", dims=("cols",), grad=True, values=("normal", "small"), optional=True),
+        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES, optional=True),
+        TensorArg("norm_bias", dims=("cols",), grad=True, values=("normal",), optional=True),
     ),
     dims={
         # Up to two batch dims: (batch, seq, hidden) activations and more.
@@ -122,12 +92,10 @@ SPEC = KernelSpec(
     scalars={
         "p": P,
         "seed": SEED,
-        "norm": st.sampled_from(kernel.NORMS),
+        "norm": _norms,
         "eps": _norm.EPS,
         "prenorm": st.booleans(),
         "return_mask": st.booleans(),
-        "affine": st.sampled_from(_norm.AFFINE),
-        "with_bias": st.booleans(),
     },
     random=RandomSpec(seed="seed", p="p", mask_scalars={"return_mask": True}, reference_mask="mask"),
     dtypes=("float32", "float16", "bfloat16", "float64"),
@@ -136,7 +104,7 @@ SPEC = KernelSpec(
     tiling_cases=(
         TilingCase("rows of two 64-column blocks, the second partial, with dropout (the mask drawn at the "
                    "block's column offset, forward and backward)", dims={"*batch": [2], "rows": 2, "cols": 70},
-                   scalars={"p": 0.5, "affine": "weight+bias", "with_bias": True}),
+                   scalars={"p": 0.5}),
     ),
     unreached_on_cpu=_unreached.NORMS,
     bad_scalars={
@@ -152,8 +120,8 @@ SPEC = KernelSpec(
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
-        flops=lambda dims, dtype: 12.0 * _norm.elements(dims),
-        backward_flops=lambda dims, dtype: 18.0 * _norm.elements(dims),
+        flops=lambda call: 12.0 * _norm.elements(call),
+        backward_flops=lambda call: 18.0 * _norm.elements(call),
         # The issue's case, activations [64, 128, 1024] fp32 at p = 0.1 with LayerNorm: benchmark
         # cases have no batch dims, and for this row-wise op on contiguous tensors [64, 128, 1024]
         # is [8192, 1024] (same memory, same rows; eager's and compile's kernels see the same).

@@ -23,13 +23,9 @@ and an ulp of a score of 3e5 is 0.03, which moves the row's dominant probability
 half an ulp of fp16. Eager uses the forward's probabilities and has no such error. Measured under
 the interpreter: grad v 1000x over eager's envelope at scores of 1e5; within budget at scores < 1e3.
 
-Grouped-query attention: k and v have ``kv_heads`` heads, q ``kv_heads * group`` (``group`` 1 is
-multi-head attention, ``kv_heads`` 1 multi-query attention). The harness draws each tensor's sizes
-from named dims, with no dim derived from others, so q is generated as (batch, kv_heads, group,
-seq, head_dim) and every callable here takes it that way and flattens its two head dims into
-(batch, kv_heads * group, seq, head_dim) (q head h then reads k/v head h // group, as the kernel
-does). The flatten is a view wherever the layout allows, a copy otherwise; a 4-d q is passed
-through as it is (the bad inputs' and older cases' calls).
+Grouped-query attention: k and v have ``kv_heads`` heads, q ``kv_heads * group`` (one axis of the
+product of two dims, ``TensorArg.dims``): ``group`` 1 is multi-head attention, ``kv_heads`` 1
+multi-query attention. q head h reads k/v head h // group, as the kernel does.
 """
 
 import torch
@@ -38,45 +34,21 @@ from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.flash_attention as kernel
 import references.flash_attention as reference
 from specs import _unreached
 
-_Q = ("batch", "kv_heads", "group", "seq", "head_dim")  # flattened to (batch, heads, seq, head_dim)
+_Q = ("batch", ("kv_heads", "group"), "seq", "head_dim")
 _KV = ("batch", "kv_heads", "seq", "head_dim")
 
 
-def _heads(q, k):
-    """The spec's q, (batch, kv_heads, group, seq, head_dim), as the kernel takes it: (batch,
-    kv_heads * group, seq, head_dim). A k whose head count is not q's kv_heads is rejected here,
-    naming 'k': flattened, q's heads would be a multiple of it in many such calls (kv_heads 1,
-    group 2 and a k of 2 heads is plain attention), which the kernel rightly accepts, while the
-    harness's contract expects the k it made disagree with q's kv_heads to be refused."""
-    if isinstance(q, torch.Tensor) and q.dim() == 5:
-        if isinstance(k, torch.Tensor) and k.dim() == 4 and k.shape[1] != q.shape[1]:
-            raise ValueError(f"flash_attention: argument 'k' has {k.shape[1]} heads; expected q's kv_heads, "
-                             f"{q.shape[1]} (the spec's q is (batch, kv_heads, group, seq, head_dim))")
-        q = q.flatten(1, 2)
-    return q
+def _term_magnitudes(call):
+    return reference.term_magnitudes(**call.kwargs)
 
 
-def _triton(q, k, v, causal, scale):
-    return kernel.flash_attention(_heads(q, k), k, v, causal=causal, scale=scale)
-
-
-def _reference(q, k, v, causal, scale):
-    return reference.flash_attention(_heads(q, k), k, v, causal=causal, scale=scale)
-
-
-def _term_magnitudes(q, k, v, causal, scale):
-    return reference.term_magnitudes(_heads(q, k), k, v, causal=causal, scale=scale)
-
-
-def _gradient_rounded_terms(q, k, v, causal, scale, grad_outputs=()):
-    terms = reference.gradient_rounded_terms(_heads(q, k), k, v, causal=causal, scale=scale, grad_outputs=grad_outputs)
-    return {**terms, "q": terms["q"].reshape(q.shape)}  # back to the spec's q (5-d where it is)
+def _gradient_rounded_terms(call, grad_outputs):
+    return reference.gradient_rounded_terms(**call.kwargs, grad_outputs=grad_outputs)
 
 
 def _q_tokens(dims):
@@ -87,36 +59,36 @@ def _kv_tokens(dims):
     return dims["batch"] * dims["kv_heads"] * dims["seq"]
 
 
-def _forward_flops(dims, dtype, causal):
+def _forward_flops(call):
     """Two matmuls of seq x seq x head_dim per q head (QK^T and PV), halved when causal: the
     convention of FlashAttention's and the peers' TFLOP/s figures."""
+    dims = call.dims
     flops = 4.0 * _q_tokens(dims) * dims["seq"] * dims["head_dim"]
-    return flops / 2 if causal else flops
+    return flops / 2 if call["causal"] else flops
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read q, k, v; write the output and the fp32 log-sum-exp (k and v have kv_heads heads)."""
-    row = dims["head_dim"] * torch_dtype(dtype).itemsize
+    dims = call.dims
+    row = dims["head_dim"] * call.dtype.itemsize
     return _q_tokens(dims) * (2 * row + 4) + _kv_tokens(dims) * 2 * row
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read q, k, v, out, grad_out, lse (and grad_lse); write grad_q, grad_k, grad_v."""
-    row = dims["head_dim"] * torch_dtype(dtype).itemsize
+    dims = call.dims
+    row = dims["head_dim"] * call.dtype.itemsize
     return _q_tokens(dims) * (4 * row + 8) + _kv_tokens(dims) * 4 * row
 
 
 def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None, batch=None):
     """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096) unless
-    ``batch`` is given: 512 blocks of 128 queries, about four per SM on an H100. The performance
-    model sees dims, not scalars, so the causal flag is carried in the dims too (``causal``: 0 or 1;
-    no tensor uses it) to halve the flops. ``kv_heads`` (default: ``heads``) makes it grouped-query
-    attention."""
+    ``batch`` is given: 512 blocks of 128 queries, about four per SM on an H100.
+    ``kv_heads`` (default: ``heads``) makes it grouped-query attention."""
     heads = heads or min(16, 65536 // seq)
     kv_heads = kv_heads or heads
     batch = batch or max(1, 65536 // (heads * seq))
-    dims = {"batch": batch, "kv_heads": kv_heads, "group": heads // kv_heads,
-            "seq": seq, "head_dim": head_dim, "causal": int(causal)}
+    dims = {"batch": batch, "kv_heads": kv_heads, "group": heads // kv_heads, "seq": seq, "head_dim": head_dim}
     return BenchShape(dims, dtype, {"causal": causal, "scale": None}, quick=quick)
 
 
@@ -124,28 +96,26 @@ def _sdpa(q, k, v, causal, scale):
     """The bar for the benchmarks: torch's scaled_dot_product_attention with no backend pinned,
     what a user gets (cuDNN's kernels on Hopper with torch 2.11). The output only: SDPA does not
     return the log-sum-exp. Grouped k and v through its ``enable_gqa``."""
-    q = _heads(q, k)
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=k.shape[1] != q.shape[1])
 
 
 def _sdpa_flash(q, k, v, causal, scale):
     """An extra column: SDPA pinned to its FlashAttention backend."""
-    q = _heads(q, k)
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
                                               enable_gqa=k.shape[1] != q.shape[1])
 
 
 def _grouped_heads(kw):
-    """q of 3 heads (4-d, as the kernel takes it) with k and v of 2: 2 does not divide 3."""
-    q = kw["q"].flatten(1, 2)
+    """q of 3 heads with k and v of 2: 2 does not divide 3."""
+    q = kw["q"]
     b, _, seq, d = q.shape
     return {**kw, "q": q.new_zeros(b, 3, seq, d), "k": q.new_zeros(b, 2, seq, d), "v": q.new_zeros(b, 2, seq, d)}
 
 
 def _more_kv_heads(kw):
     """k (and v) of one head more than q has: more k/v heads than q heads."""
-    q = kw["q"].flatten(1, 2)
+    q = kw["q"]
     b, heads, seq, d = q.shape
     kv = q.new_zeros(b, heads + 1, seq, d)
     return {**kw, "q": q, "k": kv, "v": kv}
@@ -159,8 +129,8 @@ def _v_heads(kw):
 SPEC = KernelSpec(
     name="flash_attention",
     description="softmax(q k^T * scale) v and its log-sum-exp, causal or not (FlashAttention-2 forward and backward)",
-    reference=_reference,
-    implementations={"triton": _triton},
+    reference=reference.flash_attention,
+    implementations={"triton": kernel.flash_attention},
     tensors=(
         # Scores stay within a few hundred (normal q and k, scale <= 4: rows from uniform to
         # one-hot); see the module docstring for why logits of 1e4 are outside the contract.
@@ -214,9 +184,9 @@ SPEC = KernelSpec(
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
-        flops=lambda dims, dtype: _forward_flops(dims, dtype, dims.get("causal", 0)),
+        flops=_forward_flops,
         # FlashAttention's convention: the backward is 2.5 forwards (five seq x seq matmuls to two).
-        backward_flops=lambda dims, dtype: 2.5 * _forward_flops(dims, dtype, dims.get("causal", 0)),
+        backward_flops=lambda call: 2.5 * _forward_flops(call),
         peers={"sdpa": _sdpa, "sdpa_flash": _sdpa_flash},
         shapes=(
             _shape(1024, 64, False, quick=True),

@@ -15,7 +15,6 @@ import functools
 from hypothesis import strategies as st
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.glu as kernel
 import references.glu as reference
@@ -28,8 +27,8 @@ _BATCH = Batch(max_rank=1, cpu_max=2, gpu_max=3)
 _HALF_CPU_MAX, _HALF_GPU_MAX = 80, 9000
 
 
-def _bytes(dims, dtype, streams):
-    return streams * dims["rows"] * dims["cols"] * torch_dtype(dtype).itemsize
+def _bytes(call, streams):
+    return streams * call["a"].numel() * call.dtype.itemsize
 
 
 SPEC = KernelSpec(
@@ -55,9 +54,9 @@ SPEC = KernelSpec(
     ),
     perf=PerfModel(
         peers=_peers.GLU,
-        bytes_moved=lambda dims, dtype: _bytes(dims, dtype, 3),  # read a, b; write the output
-        backward_bytes=lambda dims, dtype: _bytes(dims, dtype, 5),  # read a, b, grad; write 2 grads
-        flops=lambda dims, dtype: 20.0 * dims["rows"] * dims["cols"],
+        bytes_moved=lambda call: _bytes(call, 3),  # read a, b; write the output
+        backward_bytes=lambda call: _bytes(call, 5),  # read a, b, grad; write 2 grads
+        flops=lambda call: 20.0 * call["a"].numel(),
         shapes=(
             # the peers' point: torch.compile 99%, Liger 98% of copy bandwidth on the H100
             BenchShape({"rows": 8192, "cols": 11008}, "bfloat16", {"activation": "silu"}, quick=True),
@@ -89,10 +88,10 @@ def _even_widths() -> tuple[int, ...]:
     return tuple(sorted(2 * h for h in halves if 1 <= h <= _HALF_GPU_MAX))
 
 
-def _packed_bytes(dims, dtype, x_reads, half_streams):
+def _packed_bytes(call, x_reads, half_streams):
     """x_reads full-width streams plus half_streams half-width ones."""
-    half = dims["rows"] * dims["width"] // 2
-    return (2 * x_reads + half_streams) * half * torch_dtype(dtype).itemsize
+    half = call["x"].numel() // 2
+    return (2 * x_reads + half_streams) * half * call.dtype.itemsize
 
 
 def _packed(rows, half, dtype, activation, quick=False):
@@ -122,10 +121,10 @@ PACKED_SPEC = KernelSpec(
         error_multiple=2.0,
     ),
     perf=PerfModel(
-        bytes_moved=lambda dims, dtype: _packed_bytes(dims, dtype, 1, 1),  # read x; write the output
+        bytes_moved=lambda call: _packed_bytes(call, 1, 1),  # read x; write the output
         # read x and grad (half width); write grad_x
-        backward_bytes=lambda dims, dtype: _packed_bytes(dims, dtype, 2, 1),
-        flops=lambda dims, dtype: 10.0 * dims["rows"] * dims["width"],
+        backward_bytes=lambda call: _packed_bytes(call, 2, 1),
+        flops=lambda call: 10.0 * call["x"].numel(),
         shapes=(
             _packed(8192, 11008, "bfloat16", "silu", quick=True),
             _packed(8192, 14336, "bfloat16", "silu"),

@@ -1,7 +1,5 @@
 """LayerNorm over the last dimension: the Triton kernel against ``F.layer_norm``."""
 
-from hypothesis import strategies as st
-
 from harness import BadInput, Batch, Dim, KernelSpec, Numerics, PerfModel, TensorArg
 
 import kernels.layer_norm as kernel
@@ -9,33 +7,23 @@ import references.layer_norm as reference
 from specs import _norm, _peers, _unreached
 
 
-def _triton(x, weight, bias, eps, affine):
-    kernel.check_arguments(x, weight, bias, eps)  # every generated tensor, passed or not (specs/_norm.py)
-    return kernel.layer_norm(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias), eps)
+def _terms(call):
+    return reference.term_magnitudes(**call.kwargs)
 
 
-def _reference(x, weight, bias, eps, affine):
-    return reference.layer_norm(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias), eps)
-
-
-def _terms(x, weight, bias, eps, affine):
-    return reference.term_magnitudes(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias), eps)
-
-
-def _gradient_terms(x, weight, bias, eps, affine, grad_outputs):
-    return reference.gradient_term_magnitudes(x, _norm.keep(affine, "weight", weight), _norm.keep(affine, "bias", bias),
-                                              eps, grad_outputs[0])
+def _gradient_terms(call, grad_outputs):
+    return reference.gradient_term_magnitudes(**call.kwargs, grad_output=grad_outputs[0])
 
 
 SPEC = KernelSpec(
     name="layer_norm",
     description="LayerNorm over the last dimension, weight and bias optional, fp32 statistics",
-    reference=_reference,
-    implementations={"triton": _triton},
+    reference=reference.layer_norm,
+    implementations={"triton": kernel.layer_norm},
     tensors=(
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=_norm.INPUT_VALUES),
-        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES),
-        TensorArg("bias", dims=("cols",), grad=True, values=("normal",)),
+        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES, optional=True),
+        TensorArg("bias", dims=("cols",), grad=True, values=("normal",), optional=True),
     ),
     dims={
         "*batch": Batch(max_rank=1, cpu_max=2, gpu_max=3),
@@ -43,9 +31,9 @@ SPEC = KernelSpec(
         # Past two interpreter blocks (CPU); past the split limit of forward and backward (GPU).
         "cols": Dim(cpu_max=140, gpu_max=20500, boundaries=kernel.block_boundaries),
     },
-    scalars={"eps": _norm.EPS, "affine": st.sampled_from(_norm.AFFINE)},
+    scalars={"eps": _norm.EPS},
     dtypes=("float32", "float16", "bfloat16", "float64"),
-    tiling_cases=_norm.tiling_cases(affine="weight+bias"),
+    tiling_cases=_norm.tiling_cases(),
     unreached_on_cpu=_unreached.NORMS,
     numerics=Numerics(
         error_multiple=2.0,
@@ -57,14 +45,15 @@ SPEC = KernelSpec(
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
         peers=_peers.LAYER_NORM,
-        # Forward: read x, write y (weight and bias: one row each). Backward: read x and dy, write
-        # dx (the saved statistics are 12 bytes per row), dweight and dbias.
-        bytes_moved=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=2, vectors=2),
-        backward_bytes=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=3, vectors=3),
-        flops=lambda dims, dtype: 8.0 * _norm.elements(dims),
-        backward_flops=lambda dims, dtype: 14.0 * _norm.elements(dims),
+        # Forward: read x, write y (weight and bias: one row each, where passed). Backward: read x and
+        # dy, write dx (the saved statistics are 12 bytes per row); read weight, write dweight and dbias.
+        bytes_moved=lambda call: _norm.row_bytes(call, passes=2, vectors=_norm.vectors(call, "weight", "bias")),
+        backward_bytes=lambda call: _norm.row_bytes(
+            call, passes=3, vectors=_norm.vectors(call, "weight") + _norm.vectors(call, "weight", "bias")),
+        flops=lambda call: 8.0 * _norm.elements(call),
+        backward_flops=lambda call: 14.0 * _norm.elements(call),
         shapes=_norm.bench_shapes(
-            {"eps": 1e-5, "affine": "weight+bias"},
+            {"eps": 1e-5},
             peers=((8192, 4096, "bfloat16", True), (16384, 1024, "float16", True)),
         ),
     ),

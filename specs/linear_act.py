@@ -16,7 +16,6 @@ matmuls are cuBLAS (torch.matmul) on the rounded grad_z, exactly eager's.
 from hypothesis import strategies as st
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.linear_act as kernel
 import references.linear_act as reference
@@ -27,17 +26,19 @@ def _mnk(dims):
     return dims["rows"], dims["out_features"], dims["in_features"]
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read x and weight (and bias), write the output."""
+    dims = call.dims
     m, n, k = _mnk(dims)
-    return (m * k + n * k + n + m * n) * torch_dtype(dtype).itemsize
+    return (m * k + n * k + n + m * n) * call.dtype.itemsize
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read grad and the saved z, write grad_z; the two matmuls read grad_z, weight and x and write
     grad_x and grad_weight (the minimum with an unfused act' pass, the design's and compile's)."""
+    dims = call.dims
     m, n, k = _mnk(dims)
-    return (3 * m * n + (m * n + n * k + m * k) * 2) * torch_dtype(dtype).itemsize
+    return (3 * m * n + (m * n + n * k + m * k) * 2) * call.dtype.itemsize
 
 
 def _shape(m, n, k, dtype, activation, quick=False):
@@ -79,15 +80,16 @@ SPEC = KernelSpec(
         # an H100 nightly case); the multiple of 4 that predates them stays until a GPU nightly run
         # passes at 2.
         gradient_error_multiple=4.0,
-        term_magnitudes=reference.term_magnitudes,
-        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_magnitudes=lambda call: reference.term_magnitudes(**call.kwargs),
+        gradient_term_magnitudes=lambda call, grad_outputs: reference.gradient_term_magnitudes(
+            **call.kwargs, grad_outputs=grad_outputs, dtype=call.dtype),
         term_precision="float32",  # z accumulates exact 16-bit products in fp32; the gradient hook weighs its 16-bit roundings
     ),
     perf=PerfModel(
         bytes_moved=_forward_bytes,
         backward_bytes=_backward_bytes,
-        flops=lambda dims, dtype: 2.0 * dims["rows"] * dims["out_features"] * dims["in_features"],
-        backward_flops=lambda dims, dtype: 4.0 * dims["rows"] * dims["out_features"] * dims["in_features"],
+        flops=lambda call: 2.0 * call.dims["rows"] * call.dims["out_features"] * call.dims["in_features"],
+        backward_flops=lambda call: 4.0 * call.dims["rows"] * call.dims["out_features"] * call.dims["in_features"],
         shapes=(
             # 8 K tokens of a 4096-wide model: a square projection, Llama-7B's 11008 up-projection,
             # GPT-style 4x (4096 -> 16384)

@@ -5,7 +5,6 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.lora_linear as kernel
 import references.lora_linear as reference
@@ -16,25 +15,29 @@ def _dims(dims):
     return dims["rows"], dims["out_features"], dims["in_features"], dims["rank"]
 
 
-def _forward_bytes(dims, dtype):
+def _forward_bytes(call):
     """Read x, weight, lora_a, lora_b; write the output (xa, M x r, is noise)."""
+    dims = call.dims
     m, n, k, r = _dims(dims)
-    return (m * k + n * k + r * k + n * r + m * n) * torch_dtype(dtype).itemsize
+    return (m * k + n * k + r * k + n * r + m * n) * call.dtype.itemsize
 
 
-def _backward_bytes(dims, dtype):
+def _backward_bytes(call):
     """Read grad, weight, x, lora_a, lora_b; write grad_x, grad_lora_a, grad_lora_b."""
+    dims = call.dims
     m, n, k, r = _dims(dims)
-    return (m * n + n * k + 2 * m * k + 2 * (r * k + n * r)) * torch_dtype(dtype).itemsize
+    return (m * n + n * k + 2 * m * k + 2 * (r * k + n * r)) * call.dtype.itemsize
 
 
-def _forward_flops(dims, dtype):
+def _forward_flops(call):
+    dims = call.dims
     m, n, k, r = _dims(dims)
     return 2.0 * m * n * k + 2.0 * m * k * r + 2.0 * m * n * r
 
 
-def _backward_flops(dims, dtype):
+def _backward_flops(call):
     """grad_x (base and low-rank), gb = g @ lora_b, grad_lora_a, grad_lora_b."""
+    dims = call.dims
     m, n, k, r = _dims(dims)
     return 2.0 * m * n * k + 2.0 * m * k * r + 2.0 * m * n * r + 2.0 * m * k * r + 2.0 * m * n * r
 
@@ -89,8 +92,9 @@ SPEC = KernelSpec(
     numerics=Numerics(
         error_multiple=2.0,
         gradient_error_multiple=4.0,
-        term_magnitudes=reference.term_magnitudes,
-        gradient_term_magnitudes=reference.gradient_term_magnitudes,
+        term_magnitudes=lambda call: reference.term_magnitudes(**call.kwargs, dtype=call.dtype),
+        gradient_term_magnitudes=lambda call, grad_outputs: reference.gradient_term_magnitudes(
+            **call.kwargs, grad_outputs=grad_outputs, dtype=call.dtype),
         # products summed in fp32; the gradient hook weighs the 16-bit roundings itself
         term_precision="float32",
     ),

@@ -11,15 +11,14 @@ n runs from 1 (ban everything generated) past the row length (ban nothing).
 from hypothesis import strategies as st
 
 from harness import BadInput, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg
-from harness import torch_dtype
 
 import kernels.ngram_block as kernel
 import references.ngram_block as reference
 
 
-def _bytes(dims, dtype):
-    """Read the logits and the token ids, write the logits."""
-    return dims["batch"] * (2 * dims["vocab"] * torch_dtype(dtype).itemsize + 8 * dims["length"])
+def _bytes(call):
+    """Read the logits and write them, read the token ids."""
+    return 2 * call["logits"].numel() * call.dtype.itemsize + call["tokens"].numel() * call["tokens"].element_size()
 
 
 def _shape(length, vocab, dtype, quick=False):

@@ -7,43 +7,29 @@ from harness import BadInput, Batch, Dim, KernelSpec, Numerics, PerfModel, Tenso
 import kernels.rms_norm as kernel
 import references.rms_norm as reference
 from specs import _norm, _peers, _unreached
-# Which scale a call passes: a weight used as is, a weight stored as an offset from one (Gemma's
-# ``1 + weight``), or none.
-SCALE = ("weight", "offset_weight", "none")
+
+# The offset of the ``(weight_offset + weight)`` form (Gemma's ``1 + weight``), drawn where the call
+# passes a weight; without one the kernel takes only 0.0 (nothing to offset).
+OFFSETS = st.sampled_from((0.0, 1.0, 0.5, -1.0))
 
 
-def _arguments(weight, weight_offset, scale):
-    """(weight, weight_offset) of a call: the offset is the drawn one only for ``offset_weight``."""
-    if scale == "none":
-        return None, 0.0
-    return weight, (weight_offset if scale == "offset_weight" else 0.0)
+def _offset(drawn):
+    return OFFSETS if "weight" in drawn.present else st.just(0.0)
 
 
-def _triton(x, weight, eps, weight_offset, scale):
-    kernel.check_arguments(x, weight, eps, weight_offset)  # every generated argument (specs/_norm.py)
-    w, offset = _arguments(weight, weight_offset, scale)
-    return kernel.rms_norm(x, w, eps, offset)
-
-
-def _reference(x, weight, eps, weight_offset, scale):
-    w, offset = _arguments(weight, weight_offset, scale)
-    return reference.rms_norm(x, w, eps, offset)
-
-
-def _gradient_terms(x, weight, eps, weight_offset, scale, grad_outputs):
-    w, offset = _arguments(weight, weight_offset, scale)
-    return reference.gradient_term_magnitudes(x, w, eps, offset, grad_outputs[0])
+def _gradient_terms(call, grad_outputs):
+    return reference.gradient_term_magnitudes(**call.kwargs, grad_output=grad_outputs[0])
 
 
 SPEC = KernelSpec(
     name="rms_norm",
     description="RMSNorm over the last dimension, weight optional (or 1 + weight), fp32 statistics",
-    reference=_reference,
-    implementations={"triton": _triton},
+    reference=reference.rms_norm,
+    implementations={"triton": kernel.rms_norm},
     tensors=(
         # zero_rows: mean(x^2) = 0, the output must be exactly 0 (rstd = 1/sqrt(eps)).
         TensorArg("x", dims=("*batch", "rows", "cols"), grad=True, values=_norm.INPUT_VALUES + ("zero_rows",)),
-        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES),
+        TensorArg("weight", dims=("cols",), grad=True, values=_norm.WEIGHT_VALUES, optional=True),
     ),
     dims={
         "*batch": Batch(max_rank=1, cpu_max=2, gpu_max=3),
@@ -53,11 +39,10 @@ SPEC = KernelSpec(
     },
     scalars={
         "eps": _norm.EPS,
-        "weight_offset": st.sampled_from((1.0, 0.5, -1.0)),
-        "scale": st.sampled_from(SCALE),
+        "weight_offset": _offset,
     },
     dtypes=("float32", "float16", "bfloat16", "float64"),
-    tiling_cases=_norm.tiling_cases(scale="weight"),
+    tiling_cases=_norm.tiling_cases(),
     unreached_on_cpu=_unreached.NORMS,
     numerics=Numerics(
         error_multiple=2.0,
@@ -72,12 +57,12 @@ SPEC = KernelSpec(
         peers=_peers.RMS_NORM,
         # Forward: read x, write y (the weight: one row). Backward: read x and dy, write dx (the
         # saved 1/rms is a few bytes per row) and dweight.
-        bytes_moved=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=2, vectors=1),
-        backward_bytes=lambda dims, dtype: _norm.row_bytes(dims, dtype, passes=3, vectors=2),
-        flops=lambda dims, dtype: 4.0 * _norm.elements(dims),
-        backward_flops=lambda dims, dtype: 9.0 * _norm.elements(dims),
+        bytes_moved=lambda call: _norm.row_bytes(call, passes=2, vectors=_norm.vectors(call, "weight")),
+        backward_bytes=lambda call: _norm.row_bytes(call, passes=3, vectors=2 * _norm.vectors(call, "weight")),
+        flops=lambda call: 4.0 * _norm.elements(call),
+        backward_flops=lambda call: 9.0 * _norm.elements(call),
         shapes=_norm.bench_shapes(
-            {"eps": 1e-6, "weight_offset": 1.0, "scale": "weight"},
+            {"eps": 1e-6, "weight_offset": 1.0},
             peers=((8192, 4096, "bfloat16", True), (16384, 1024, "float16", True)),
         ),
     ),

@@ -1,16 +1,15 @@
 """Softmax over the last dimension: the Triton kernel against ``torch.softmax``."""
 
 from harness import BadInput, Batch, BenchShape, Dim, KernelSpec, Numerics, PerfModel, TensorArg, TilingCase
-from harness import torch_dtype
 
 import kernels.softmax as kernel
 import references.softmax as reference
 from specs import _peers
 
 
-def _io_bytes(dims, dtype, passes):
-    """Each pass reads or writes rows x cols elements once."""
-    return passes * dims.get("batch", 1) * dims["rows"] * dims["cols"] * torch_dtype(dtype).itemsize
+def _io_bytes(call, passes):
+    """Each pass reads or writes the input's elements once."""
+    return passes * call["x"].numel() * call.dtype.itemsize
 
 
 SPEC = KernelSpec(
@@ -59,9 +58,9 @@ SPEC = KernelSpec(
     bad_inputs=(BadInput("a 0-d tensor (no dimension to normalise over)", "x", lambda kw: {**kw, "x": kw["x"][(0,) * kw["x"].ndim]}),),
     perf=PerfModel(
         peers=_peers.SOFTMAX,
-        bytes_moved=lambda dims, dtype: _io_bytes(dims, dtype, passes=2),
-        backward_bytes=lambda dims, dtype: _io_bytes(dims, dtype, passes=3),
-        flops=lambda dims, dtype: 5.0 * dims["rows"] * dims["cols"],
+        bytes_moved=lambda call: _io_bytes(call, passes=2),
+        backward_bytes=lambda call: _io_bytes(call, passes=3),
+        flops=lambda call: 5.0 * call["x"].numel(),
         shapes=(
             BenchShape({"rows": 8192, "cols": 1024}, "float16", quick=True),
             BenchShape({"rows": 4096, "cols": 8192}, "bfloat16"),

@@ -31,13 +31,15 @@ from harness.bench.roofline import Roofline
 from harness.bench.timing import (
     TIMING_METHOD, WALL_TIMING_METHOD, TimingPlan, iqr, median, time_interleaved, time_wall, wall_batch,
 )
-from harness.case import Case, TensorRecipe
-from harness.checks import as_outputs, prepare
+from harness.call import Call
+from harness.case import Case, TensorRecipe, torch_dtype
+from harness.checks import as_outputs, grad_names, prepare
 from harness.dispatch import run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
 from harness.regression import speedup
 from harness.runner import skip_reason
+from harness.strategies import tensor_shape
 from harness.spec import BATCH, PASSES, REFERENCE_IMPLEMENTATIONS, BenchShape, Dim, KernelSpec, OptionalPeer
 from harness.values import drawn_on
 
@@ -47,7 +49,8 @@ def bench_key(spec: str, pass_: str, shape: BenchShape, implementation: str, fig
     implementation, so that everything but the implementation names one comparison (the gate
     takes the machine's drift from the references that share it)."""
     dims = ",".join(f"{k}={v}" for k, v in sorted(shape.dims.items()))
-    scalars = ",".join(f"{k}={v}" for k, v in sorted(shape.scalars.items()))
+    scalars = ",".join([f"{k}={v}" for k, v in sorted(shape.scalars.items())]
+                       + [f"{name}=None" for name in sorted(shape.absent)])
     where = "" if figure == "device" else f"{figure}/"
     return f"{spec}/{pass_}/{dims}{'/' + scalars if scalars else ''}/{shape.dtype}/{where}{implementation}"
 
@@ -65,19 +68,31 @@ def launch_shape(spec: KernelSpec) -> BenchShape | None:
     for name, value in first.dims.items():
         dim = spec.dims.get(name)
         dims[name] = (dim.choices[0] if dim.choices else max(dim.min, 1)) if isinstance(dim, Dim) else value
-    return BenchShape(dims, first.dtype, dict(first.scalars))
+    return BenchShape(dims, first.dtype, dict(first.scalars), absent=first.absent)
 
 
 def bench_case(spec: KernelSpec, shape: BenchShape, seed: int) -> Case:
-    """A contiguous case at a benchmark shape (no batch dims), with the spec's first value kind."""
+    """A contiguous case at a benchmark shape (no batch dims), with the spec's first value kind;
+    the optional tensors that ``shape.absent`` names are left out."""
     dims: dict[str, Any] = {BATCH: []} if BATCH in spec.dims else {}
     dims.update(shape.dims)
-    tensors = {}
+    tensors: dict[str, TensorRecipe | None] = {}
     for i, arg in enumerate(spec.tensors):
-        shape_ = tuple(s for d in arg.dims if d != BATCH for s in [shape.dims[d]])
-        tensors[arg.name] = TensorRecipe(shape_, arg.dtype or shape.dtype, Layout(), arg.values[0], seed * 131 + i)
+        shape_ = tensor_shape(tuple(d for d in arg.dims if d != BATCH), shape.dims)
+        tensors[arg.name] = (None if arg.name in shape.absent else
+                             TensorRecipe(shape_, arg.dtype or shape.dtype, Layout(), arg.values[0], seed * 131 + i))
     return Case(spec=spec.name, dtype=shape.dtype, dims=dims, tensors=tensors, scalars=dict(shape.scalars),
                 grad_layout="contiguous", grad_seed=seed)
+
+
+def perf_call(spec: KernelSpec, shape: BenchShape) -> Call:
+    """The call at a benchmark shape as the performance model sees it: its tensors on the meta
+    device (shapes and dtypes, no data), None where left out, and its scalars."""
+    case = bench_case(spec, shape, seed=0)
+    kwargs: dict[str, Any] = {name: torch.empty(r.shape, dtype=torch_dtype(r.dtype), device="meta") if r is not None else None
+                              for name, r in case.tensors.items()}
+    kwargs.update(case.scalars)
+    return Call(kwargs, case.dims, torch_dtype(case.dtype))
 
 
 def bench_callables(spec: KernelSpec, device: torch.device,
@@ -128,7 +143,7 @@ def peer_callable(peer: Callable | OptionalPeer) -> Callable:
 
 def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
     """One call per implementation taking an input-set index, for the chosen pass."""
-    names = spec.grad_inputs
+    names = grad_names(spec, cases[0]) if cases else ()
     sets = []
     for case in cases:
         prepared = prepare(case, device)
@@ -289,11 +304,12 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
             on_case(label)
         started = time.perf_counter()
         cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
-        nbytes = spec.perf.bytes_moved(shape.dims, shape.dtype)
-        flops = spec.perf.flops(shape.dims, shape.dtype)
+        call = perf_call(spec, shape)
+        nbytes = spec.perf.bytes_moved(call)
+        flops = spec.perf.flops(call)
         if pass_ == "forward_backward":
-            nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(shape.dims, shape.dtype)
-            flops += (spec.perf.backward_flops or spec.perf.flops)(shape.dims, shape.dtype)
+            nbytes += (spec.perf.backward_bytes or spec.perf.bytes_moved)(call)
+            flops += (spec.perf.backward_flops or spec.perf.flops)(call)
         calls = timed_calls(spec, fns, cases, device, pass_)
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the inputs' time, not the first timed call's

@@ -2,21 +2,26 @@
 
 A floor from these terms (``harness.numerics``) is only sound if the terms are at least the
 magnitude of what they add up to; here the exact float64 gradients are checked against them, for
-the norms and for the matmul ops, and the harness is checked to hand the case's dtype to a hook
-that asks for it.
+the norms and for the matmul ops, and the harness is checked to hand a hook the call (fp64 inputs,
+the case's dtype), and a hook of the older form (the reference's arguments by name) what it asks
+for.
 """
 
-from types import SimpleNamespace
+import warnings
 
 import pytest
 import torch
+from hypothesis import strategies as st
 
 import references.dropout_add_norm as dan
 import references.layer_norm as ln
 import references.linear_act as la
 import references.lora_linear as lora
 import references.rms_norm as rms
-from harness.checks import gradient_term_magnitudes
+from harness import Dim, KernelSpec, Numerics, TensorArg
+from harness.case import Case, TensorRecipe
+from harness.checks import gradient_term_magnitudes, prepare
+from harness.layouts import Layout
 
 
 def _grads(fn, inputs: dict, grad_output):
@@ -112,27 +117,55 @@ def test_lora_linear_terms_weigh_the_rounded_low_rank_product_by_the_dtype():
 
 
 def _spec(hook):
-    """What the harness reads of a spec to call its gradient terms hook."""
-    return SimpleNamespace(numerics=SimpleNamespace(gradient_term_magnitudes=hook))
+    """A one-tensor spec whose gradient terms hook is ``hook``."""
+    return KernelSpec(name="double", reference=lambda x, alpha: x * alpha, implementations={"direct": lambda x, alpha: x * alpha},
+                      tensors=(TensorArg("x", dims=("n",), grad=True),), dims={"n": Dim()},
+                      scalars={"alpha": st.just(3.0)}, numerics=Numerics(gradient_term_magnitudes=hook))
 
 
-def test_the_harness_hands_the_case_dtype_only_to_hooks_that_take_it():
+def _prepared():
+    case = Case(spec="double", dtype="bfloat16", dims={"n": 2},
+                tensors={"x": TensorRecipe((2,), "bfloat16", Layout(), "normal", 0)}, scalars={"alpha": 3.0})
+    return prepare(case, "cpu")
+
+
+def test_the_harness_hands_a_gradient_hook_the_call_and_the_grad_outputs():
     seen = {}
 
-    def with_dtype(x, grad_outputs, dtype):
+    def hook(call, grad_outputs):
+        seen.update(call=call, grad_outputs=grad_outputs)
+        return {"x": call["x"].abs()}
+
+    grads = [torch.ones(2)]
+    assert set(gradient_term_magnitudes(_spec(hook), _prepared(), grads)) == {"x"}
+    call = seen["call"]
+    assert call.dtype is torch.bfloat16 and call["x"].dtype is torch.float64 and call["alpha"] == 3.0
+    assert call.dims == {"n": 2} and call.mask is None
+    assert seen["grad_outputs"][0].dtype is torch.float64
+    assert gradient_term_magnitudes(_spec(None), _prepared(), grads) == {}
+
+
+def test_a_hook_of_the_older_form_is_adapted_with_a_warning_and_gets_the_dtype_only_if_it_asks():
+    seen = {}
+
+    def with_dtype(x, alpha, grad_outputs, dtype):
         seen["dtype"] = dtype
         return {"x": x}
 
-    def without(x, grad_outputs):
+    def without(x, alpha, grad_outputs):
+        seen["without"] = alpha
         return {"x": x}
 
-    prepared = SimpleNamespace(case=SimpleNamespace(dtype="bfloat16"),
-                               copies=lambda dtype: {"x": torch.ones(2, dtype=dtype)})
     grads = [torch.ones(2)]
-    gradient_term_magnitudes(_spec(with_dtype), prepared, grads)
-    assert seen["dtype"] is torch.bfloat16
-    assert set(gradient_term_magnitudes(_spec(without), prepared, grads)) == {"x"}
-    assert gradient_term_magnitudes(_spec(None), prepared, grads) == {}
+    for hook in (with_dtype, without):
+        with pytest.warns(DeprecationWarning, match=r"spec 'double': numerics.gradient_term_magnitudes takes the "
+                                                    r"reference's arguments by name"):
+            spec = _spec(hook)
+        assert set(gradient_term_magnitudes(spec, _prepared(), grads)) == {"x"}
+    assert seen == {"dtype": torch.bfloat16, "without": 3.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        _spec(lambda call, grad_outputs: {})  # a function of the call: no warning
 
 
 def _flash_grads_with_roundings(q, k, v, dout, dlse, causal, scale, rounding):

@@ -320,8 +320,7 @@ def _real_case(rows=6, cols=40, p=0.3):
                                "normal", k + 1)
         for k, arg in enumerate(spec.tensors)
     }
-    scalars = {"p": p, "seed": 77, "norm": "layer", "eps": 1e-5, "prenorm": True, "return_mask": False,
-               "affine": "weight+bias", "with_bias": True}
+    scalars = {"p": p, "seed": 77, "norm": "layer", "eps": 1e-5, "prenorm": True, "return_mask": False}
     return spec, Case(spec=spec.name, dtype="float32", dims={"*batch": [], "rows": rows, "cols": cols},
                       tensors=tensors, scalars=scalars, grad_layout="contiguous", grad_seed=5)
 

@@ -9,6 +9,7 @@ ulps of the terms further.
 import pytest
 import torch
 
+from harness.call import Call
 from harness.case import Case
 from harness.checks import prepare
 from harness.dispatch import run_check
@@ -84,11 +85,12 @@ def test_lora_linear_forward_terms_bound_the_output_for_any_sign_of_scale():
     a, b = torch.randn(4, 6, generator=gen, dtype=torch.float64), torch.randn(8, 4, generator=gen, dtype=torch.float64)
     spec = load_specs()["lora_linear"]
     for scale in (-1.5, 0.0, 2.0):
-        terms = spec.numerics.term_magnitudes(x, w, a, b, scale, dtype=torch.float32)
+        kwargs = {"x": x, "weight": w, "lora_a": a, "lora_b": b, "scale": scale}
+        terms = spec.numerics.term_magnitudes(Call(kwargs, {}, torch.float32))
         out = spec.reference(x, w, a, b, scale)
         assert (terms >= 0).all() and (out.abs() <= terms * (1 + 1e-12)).all(), scale
         # 16 bits: eager's rounding of the scaled low-rank product, an ulp of the dtype of it
-        wide = spec.numerics.term_magnitudes(x, w, a, b, scale, dtype=torch.bfloat16)
+        wide = spec.numerics.term_magnitudes(Call(kwargs, {}, torch.bfloat16))
         ratio = torch.finfo(torch.bfloat16).eps / torch.finfo(torch.float32).eps
         low_rank = ((x @ a.T) @ b.T).abs() * abs(scale)
         assert torch.allclose(wide - terms, low_rank * (ratio - 1), rtol=1e-12, atol=0), scale
