@@ -23,7 +23,7 @@ from harness import approximate
 from harness.eager import gpu_like as eager_numerics
 from harness.eager import flush, subnormals_flushed
 from harness.layouts import Placed
-from harness.numerics import Comparison, compare
+from harness.numerics import Compared, Comparison, compare
 from harness.spec import FLOAT_DTYPES, KernelSpec
 
 Fn = Callable[..., Any]
@@ -151,17 +151,17 @@ def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dty
     """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples
     (and floored at an ulp of output k's term magnitudes, where the spec gives them; with the
     flushed reference's error and the approximate functions' allowance, where there are any)."""
-    multiple = spec.numerics.multiple_for(dtype, interpreting())
+    budget = spec.numerics.budget(dtype, interpreting())
     if len(got) != len(eager):
-        return [Comparison("outputs", False, math.inf, multiple,
+        return [Comparison("outputs", False, math.inf, budget.multiple,
                            problem=f"kernel returned {len(got)} output(s), the reference {len(eager)}")]
     def padded(values: tuple) -> tuple:
         return tuple(values) + (None,) * (len(eager) - len(values))
 
     terms, flushed, allowances = padded(terms), padded(flushed), padded(allowances)
     return [
-        compare(n, g, e, o, multiple, [(se[k], so[k]) for se, so in calibration if se[k] is not None], terms[k],
-                spec.numerics.term_dtype(), flushed=_same_shape(flushed[k], e), allowance=allowances[k])
+        compare(budget, Compared(n, g, e, o, [(se[k], so[k]) for se, so in calibration if se[k] is not None],
+                                 terms=terms[k], flushed=_same_shape(flushed[k], e), allowance=allowances[k]))
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
 
@@ -396,7 +396,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         if written:
             problems += written
             continue
-        multiple = spec.numerics.multiple_for(case.dtype, interpreting(), gradients=True)
+        budget = spec.numerics.budget(case.dtype, interpreting(), gradients=True)
         for k, (name, g, e, o) in enumerate(zip(names, got, eager, oracle)):
             label = f"grad {name} (grad_output {where})"
             if e is None:
@@ -405,8 +405,8 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 problems.append(f"{label}: the kernel returned no gradient")
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
-            comparisons.append(compare(label, g, e, o, multiple, samples, terms.get(name), spec.numerics.term_dtype(),
-                                       rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e)))
+            comparisons.append(compare(budget, Compared(label, g, e, o, samples, terms=terms.get(name),
+                                                        rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e))))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 

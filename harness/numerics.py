@@ -106,7 +106,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -213,34 +213,73 @@ def eager_excess(eager: torch.Tensor, oracle: torch.Tensor, eps: float) -> torch
 _BLOCK_ELEMENTS = 1 << 24
 
 
-def compare(
-    name: str,
-    kernel: torch.Tensor,
-    eager: torch.Tensor,
-    oracle: torch.Tensor,
-    multiple: float,
-    calibration: list[tuple[torch.Tensor, torch.Tensor]] = (),
-    terms: torch.Tensor | None = None,
-    term_precision: torch.dtype | None = None,
-    rounded_terms: torch.Tensor | None = None,
-    flushed: torch.Tensor | None = None,
-    allowance: torch.Tensor | None = None,
-) -> Comparison:
-    """Judge ``kernel`` against ``oracle`` under the envelope of ``eager``'s error (module docstring).
+@dataclass(frozen=True)
+class Budget:
+    """A spec's numerics policy as it applies to one comparison (``harness.Numerics.budget``): the
+    error multiple the score may reach, and ``term_precision``, the dtype whose ulp the terms carry
+    where finer than the output's (sums a kernel forms in fp32 from exact inputs)."""
 
-    ``calibration`` holds extra (eager, oracle) pairs computed on ulp-perturbed inputs; ``terms``,
-    if given, the sum of |terms| of each element (the envelope is at least an ulp of it: of the
-    output's dtype, or of ``term_precision`` where that is finer, for sums formed in fp32);
-    ``rounded_terms``, the root-sum-square of the terms of each element that are rounded to the
-    output's dtype before they are summed (the envelope is at least a unit roundoff of it);
-    ``flushed``, the reference run in fp32 with subnormals flushed (its error counts as eager's,
-    per row); ``allowance``, what the spec's approximate functions may err by, per element (an
-    element within it passes whatever the budget).
+    multiple: float
+    term_precision: torch.dtype | None = None
+
+
+@dataclass(frozen=True)
+class Compared:
+    """The tensors one output (or gradient) ``name`` is judged on.
+
+    ``kernel``, ``eager`` and ``oracle`` are the kernel's result, the reference's in the kernel's
+    dtype and in fp64. ``calibration`` holds extra (eager, oracle) pairs computed on ulp-perturbed
+    inputs. What sizes the envelope beyond eager's error, each optional: ``terms``, the sum of
+    |terms| of each element (the envelope is at least an ulp of it: of the output's dtype, or of
+    the budget's ``term_precision`` where that is finer); ``rounded_terms``, the root-sum-square of
+    the terms of each element that are rounded to the output's dtype before they are summed (at
+    least a unit roundoff of it); ``flushed``, the reference run in fp32 with subnormals flushed
+    (its error counts as eager's, per row); ``allowance``, what the spec's approximate functions
+    may err by, per element (an element within it passes whatever the budget).
+    """
+
+    name: str
+    kernel: torch.Tensor
+    eager: torch.Tensor
+    oracle: torch.Tensor
+    calibration: Sequence[tuple[torch.Tensor, torch.Tensor]] = ()
+    terms: torch.Tensor | None = None
+    rounded_terms: torch.Tensor | None = None
+    flushed: torch.Tensor | None = None
+    allowance: torch.Tensor | None = None
+
+    def as_rows(self) -> Compared:
+        """Every tensor as a matrix of the kernel's rows (the last dimension), broadcast to its
+        shape: made once (a copy where the layout needs one), then judged block by block."""
+        n_cols = self.kernel.shape[-1]
+
+        def rows(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t.expand_as(self.kernel).reshape(-1, n_cols)
+
+        return Compared(self.name, *(rows(t) for t in (self.kernel, self.eager, self.oracle)),
+                        [(rows(a), rows(b)) for a, b in self.calibration],
+                        *(rows(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance)))
+
+    def block(self, rows: slice) -> Compared:
+        """These rows of every tensor (of a ``as_rows`` view)."""
+        def part(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[rows]
+
+        return Compared(self.name, *(part(t) for t in (self.kernel, self.eager, self.oracle)),
+                        [(a[rows], b[rows]) for a, b in self.calibration],
+                        *(part(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance)))
+
+
+def compare(budget: Budget, tensors: Compared) -> Comparison:
+    """Judge ``tensors.kernel`` against the oracle under the envelope of eager's error (module
+    docstring), within ``budget``.
+
     Outputs of two or more dimensions and more than ``_BLOCK_ELEMENTS`` elements are judged in
     blocks of whole rows, with the verdict, score and errors of judging at once (indices are the
     whole output's; of elements that tie for the worst, another may be named, and a NaN/inf
     pattern that differs from eager's is reported from the first block that has one).
     """
+    name, kernel, eager, multiple = tensors.name, tensors.kernel, tensors.eager, budget.multiple
     problem = _structure_problem(kernel, eager)
     if problem:
         return Comparison(name, False, math.inf, multiple, problem=problem)
@@ -255,26 +294,16 @@ def compare(
             )
         return Comparison(name, True, 0.0, multiple)
     # A calibration sample of another shape (an input that could not be perturbed alike) is ignored.
-    calibration = [(a, b) for a, b in calibration if a.shape == kernel.shape]
+    tensors = dataclasses.replace(tensors, calibration=[(a, b) for a, b in tensors.calibration if a.shape == kernel.shape])
     n_cols = kernel.shape[-1] if kernel.ndim else 1
     rows_per_block = max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
     n_rows = kernel.numel() // n_cols if n_cols else 0
     if kernel.ndim < 2 or n_rows <= rows_per_block:
-        return _judge(name, kernel, eager, oracle, multiple, calibration, terms, term_precision, rounded_terms,
-                      flushed, allowance)
-    # Whole rows as matrices, made once (a copy where the layout needs one); terms and oracles
-    # broadcast to the output's shape, as they do at once.
-    def rows(t: torch.Tensor | None) -> torch.Tensor | None:
-        return None if t is None else t.expand_as(kernel).reshape(-1, n_cols)
-
-    matrices = [rows(t) for t in (kernel, eager, oracle, terms, rounded_terms, flushed, allowance)]
-    samples = [(rows(a), rows(b)) for a, b in calibration]
+        return _judge(budget, tensors)
+    matrices = tensors.as_rows()
     parts = []
     for start in range(0, n_rows, rows_per_block):
-        block = slice(start, start + rows_per_block)
-        k, e, o, t, r, f, allowed = (None if m is None else m[block] for m in matrices)
-        part = _judge(name, k, e, o, multiple, [(x[block], y[block]) for x, y in samples], t, term_precision, r, f,
-                      allowed,
+        part = _judge(budget, matrices.block(slice(start, start + rows_per_block)),
                       functools.partial(_locate, shape=kernel.shape, first_row=start),
                       f" of rows {start} to {min(start + rows_per_block, n_rows) - 1}")
         if part.problem:  # the first block with a NaN/inf pattern that differs
@@ -295,23 +324,13 @@ def _locate(i: tuple[int, ...], shape: torch.Size, first_row: int) -> tuple[int,
     return _index((first_row + i[0]) * shape[-1] + i[1], shape)
 
 
-def _judge(
-    name: str,
-    kernel: torch.Tensor,
-    eager: torch.Tensor,
-    oracle: torch.Tensor,
-    multiple: float,
-    calibration: list[tuple[torch.Tensor, torch.Tensor]],
-    terms: torch.Tensor | None,
-    term_precision: torch.dtype | None,
-    rounded_terms: torch.Tensor | None,
-    flushed: torch.Tensor | None = None,
-    allowance: torch.Tensor | None = None,
-    locate: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i,
-    scope: str = "",
-) -> Comparison:
+def _judge(budget: Budget, tensors: Compared, locate: Callable[[tuple[int, ...]], tuple[int, ...]] = lambda i: i,
+           scope: str = "") -> Comparison:
     """``compare`` of floating-point outputs, all at once; ``locate`` maps an index of these tensors
     to the whole output's, and ``scope`` says which part of it they are."""
+    name, kernel, eager, oracle, calibration = tensors.name, tensors.kernel, tensors.eager, tensors.oracle, tensors.calibration
+    terms, rounded_terms, flushed, allowance = tensors.terms, tensors.rounded_terms, tensors.flushed, tensors.allowance
+    multiple, term_precision = budget.multiple, budget.term_precision
     k = kernel.detach().to(torch.float64)
     e = eager.detach().to(torch.float64)
     o = oracle.detach().to(device=k.device, dtype=torch.float64)

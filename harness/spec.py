@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from harness.call import Call
 from harness.layouts import LAYOUT_CLASSES
+from harness.numerics import Budget
 from harness.values import known_value_kinds
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -322,6 +323,11 @@ class Numerics:
         from harness.case import torch_dtype
 
         return torch_dtype(self.term_precision)
+
+    def budget(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> Budget:
+        """The policy as it applies to one comparison of a case in ``dtype`` (``harness.numerics.
+        compare``): its multiple (``multiple_for``) and its term precision."""
+        return Budget(self.multiple_for(dtype, interpreter, gradients), self.term_dtype())
 
 
 # Numerics' fields, which KernelSpec took as keywords of its own before Numerics existed.

@@ -25,7 +25,7 @@ def _softmax_spec(kernel, declare: bool) -> KernelSpec:
         dims={"rows": Dim(cpu_max=4, gpu_max=64), "cols": Dim(cpu_max=64, gpu_max=1024)},
         dtypes=("float32",),
         numerics=Numerics(
-            approximate_math={"exp": lambda x: x - x.amax(-1, keepdim=True)} if declare else {},
+            approximate_math={"exp": lambda call: call["x"] - call["x"].amax(-1, keepdim=True)} if declare else {},
         ),
     )
 
@@ -39,7 +39,7 @@ def _silu_mul_spec(kernel, declare: bool) -> KernelSpec:
         dims={"n": Dim(cpu_max=64, gpu_max=4096)},
         dtypes=("float32",),
         numerics=Numerics(
-            approximate_math={"sigmoid": lambda a, b: a} if declare else {},
+            approximate_math={"sigmoid": lambda call: call["a"]} if declare else {},
         ),
     )
 
@@ -90,7 +90,7 @@ def test_the_allowance_admits_a_tail_error_within_the_documented_bound_and_no_mo
     (bound 2 + 82 ulps) passes when the fast exp is declared and fails when it is not; 100 ulps
     fails either way; masked logits (-inf) get no allowance and make no NaN."""
     from harness import approximate
-    from harness.numerics import compare
+    from harness.numerics import Budget, Compared, compare
 
     x = torch.tensor([[0.0, -1.0, -70.0, float("-inf"), -0.5]])
     oracle = torch.softmax(x.double(), -1)
@@ -101,7 +101,7 @@ def test_the_allowance_admits_a_tail_error_within_the_documented_bound_and_no_mo
         kernel = eager.clone()
         kernel[0, 2] = kernel[0, 2] * (1 + ulps * torch.finfo(torch.float32).eps)
         return kernel
-    assert compare("out", off(30), eager, oracle, 2.0, allowance=allowance).passed
-    assert not compare("out", off(30), eager, oracle, 2.0).passed
-    assert not compare("out", off(100), eager, oracle, 2.0, allowance=allowance).passed
-    assert compare("out", eager, eager, oracle, 2.0, allowance=allowance).passed  # the masked logit: no NaN
+    assert compare(Budget(2.0), Compared("out", off(30), eager, oracle, allowance=allowance)).passed
+    assert not compare(Budget(2.0), Compared("out", off(30), eager, oracle)).passed
+    assert not compare(Budget(2.0), Compared("out", off(100), eager, oracle, allowance=allowance)).passed
+    assert compare(Budget(2.0), Compared("out", eager, eager, oracle, allowance=allowance)).passed  # the masked logit: no NaN

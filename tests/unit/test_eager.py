@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.eager import gpu_like
-from harness.numerics import compare
+from harness.numerics import Budget, Compared, compare
 
 ROWS, COLS, GROUP = 512, 64, 8
 
@@ -39,9 +39,9 @@ def test_a_weight_gradient_with_16_bit_partial_sums_fails_against_gpu_like_eager
 
     plain = _dweight(x, w, b, g, dtype, emulate=False)
     like_gpu = _dweight(x, w, b, g, dtype, emulate=True)
-    assert compare("dweight", kernel(dtype), plain, oracle, 2.0).passed  # what the CPU budget used to allow
-    assert not compare("dweight", kernel(dtype), like_gpu, oracle, 2.0).passed
-    assert compare("dweight", kernel(torch.float32), like_gpu, oracle, 2.0).passed
+    assert compare(Budget(2.0), Compared("dweight", kernel(dtype), plain, oracle)).passed  # what the CPU budget used to allow
+    assert not compare(Budget(2.0), Compared("dweight", kernel(dtype), like_gpu, oracle)).passed
+    assert compare(Budget(2.0), Compared("dweight", kernel(torch.float32), like_gpu, oracle)).passed
 
 
 def test_gpu_like_eager_keeps_views_writes_dtypes_and_leaves_wide_dtypes_alone():
@@ -90,11 +90,11 @@ def test_a_flushed_subnormal_intermediate_passes_at_the_rows_scale_and_a_wrong_v
     assert eager[0, 0] != 0 and flushed[0, 0] == 0 and torch.equal(flushed[0, 1:], eager[0, 1:])
     kernel = eager.clone()
     kernel[0, 0] = 0.0
-    assert not compare("out", kernel, eager, oracle, 2.0).passed  # held to eager's error: fails
-    assert compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed
+    assert not compare(Budget(2.0), Compared("out", kernel, eager, oracle)).passed  # held to eager's error: fails
+    assert compare(Budget(2.0), Compared("out", kernel, eager, oracle, flushed=flushed)).passed
     wrong = kernel.clone()
     wrong[0, 2] = wrong[0, 2] * (1 + 8 * torch.finfo(torch.float32).eps)
-    assert not compare("out", wrong, eager, oracle, 2.0, flushed=flushed).passed
+    assert not compare(Budget(2.0), Compared("out", wrong, eager, oracle, flushed=flushed)).passed
 
 
 def test_a_flush_in_a_row_does_not_loosen_its_other_elements():
@@ -109,6 +109,6 @@ def test_a_flush_in_a_row_does_not_loosen_its_other_elements():
     with subnormals_flushed():
         flushed = _gated(a, b)
     kernel = flushed.clone()
-    assert compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed
+    assert compare(Budget(2.0), Compared("out", kernel, eager, oracle, flushed=flushed)).passed
     kernel[0, 1] = kernel[0, 1] * 1.0008
-    assert not compare("out", kernel, eager, oracle, 2.0, flushed=flushed).passed
+    assert not compare(Budget(2.0), Compared("out", kernel, eager, oracle, flushed=flushed)).passed

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from harness.numerics import compare
+from harness.numerics import Budget, Compared, compare
 
 torch.manual_seed(0)
 
@@ -21,7 +21,7 @@ def _softmax_cases(dtype):
 def test_fp32_math_then_rounding_passes(dtype):
     x, eager, oracle = _softmax_cases(dtype)
     kernel = torch.softmax(x.float(), -1).to(dtype)  # what a good kernel does
-    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    result = compare(Budget(2.0), Compared("out", kernel, eager, oracle))
     assert result.passed, result.summary()
     assert result.score <= 2.0
 
@@ -30,7 +30,7 @@ def test_bf16_truncation_instead_of_rounding_passes():
     x, eager, oracle = _softmax_cases(torch.bfloat16)
     exact = torch.softmax(x.float(), -1)
     truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)  # interpreter stores
-    assert compare("out", truncated, eager, oracle, multiple=2.0).passed
+    assert compare(Budget(2.0), Compared("out", truncated, eager, oracle)).passed
 
 
 def test_reordered_summation_passes():
@@ -38,7 +38,7 @@ def test_reordered_summation_passes():
     oracle = x.double().sum(-1)
     eager = x.sum(-1)
     kernel = x.flip(-1).cumsum(-1)[..., -1]  # sequential, another order
-    assert compare("sum", kernel, eager, oracle, multiple=2.0).passed
+    assert compare(Budget(2.0), Compared("sum", kernel, eager, oracle)).passed
 
 
 def test_fp16_accumulation_fails():
@@ -48,7 +48,7 @@ def test_fp16_accumulation_fails():
     for j in range(x.shape[1]):  # accumulate the sum in fp16, as a buggy kernel would
         denom += e[:, j : j + 1]
     kernel = (e.float() / denom.float()).half()
-    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    result = compare(Budget(2.0), Compared("out", kernel, eager, oracle))
     assert not result.passed
     assert result.score > 2.0 and "OVER budget" in result.summary()
 
@@ -56,33 +56,33 @@ def test_fp16_accumulation_fails():
 def test_off_by_a_few_ulps_everywhere_fails():
     x, eager, oracle = _softmax_cases(torch.float16)
     kernel = (oracle * (1 + 4 * torch.finfo(torch.float16).eps)).half()
-    assert not compare("out", kernel, eager, oracle, multiple=2.0).passed
+    assert not compare(Budget(2.0), Compared("out", kernel, eager, oracle)).passed
 
 
 def test_nan_pattern_must_match_exactly():
     x, eager, oracle = _softmax_cases(torch.float32)
     kernel = eager.clone()
     kernel[3, 7] = float("nan")
-    result = compare("out", kernel, eager, oracle, multiple=2.0)
+    result = compare(Budget(2.0), Compared("out", kernel, eager, oracle))
     assert not result.passed and "NaN/inf pattern" in result.problem and "(3, 7)" in result.problem
     masked = torch.full((2, 4), float("-inf"))
     nan_rows = torch.softmax(masked, -1)
-    assert compare("out", nan_rows.clone(), nan_rows, torch.softmax(masked.double(), -1), 2.0).passed
+    assert compare(Budget(2.0), Compared("out", nan_rows.clone(), nan_rows, torch.softmax(masked.double(), -1))).passed
 
 
 def test_integer_outputs_must_be_equal():
     a = torch.arange(10)
     b = a.clone()
     b[4] = 0
-    assert compare("ids", a.clone(), a, a, 2.0).passed
-    result = compare("ids", b, a, a, 2.0)
+    assert compare(Budget(2.0), Compared("ids", a.clone(), a, a)).passed
+    result = compare(Budget(2.0), Compared("ids", b, a, a))
     assert not result.passed and "index (4,)" in result.problem
 
 
 def test_shape_and_dtype_mismatches_are_named():
     e = torch.zeros(3, 4)
-    assert "shape" in compare("out", torch.zeros(4, 3), e, e.double(), 2.0).problem
-    assert "dtype" in compare("out", torch.zeros(3, 4, dtype=torch.float16), e, e.double(), 2.0).problem
+    assert "shape" in compare(Budget(2.0), Compared("out", torch.zeros(4, 3), e, e.double())).problem
+    assert "dtype" in compare(Budget(2.0), Compared("out", torch.zeros(3, 4, dtype=torch.float16), e, e.double())).problem
 
 
 def test_score_is_kernel_error_in_units_of_eager_error():
@@ -90,7 +90,7 @@ def test_score_is_kernel_error_in_units_of_eager_error():
     eager = oracle.float()
     eps = torch.finfo(torch.float32).eps
     kernel = (oracle * (1 + 3 * eps)).float()
-    result = compare("out", kernel, eager, oracle, 10.0)
+    result = compare(Budget(10.0), Compared("out", kernel, eager, oracle))
     assert math.isclose(result.score, 3.0, rel_tol=0.1)
 
 
@@ -98,18 +98,18 @@ def test_calibration_samples_widen_a_lucky_envelope():
     oracle = torch.tensor([1e-3], dtype=torch.float64)
     eager = oracle.float()  # eager rounded luckily: its error is under one ulp
     kernel = (oracle + 5e-10).float()  # off by the rounding error of a sum whose terms are ~1e-2
-    assert not compare("g", kernel, eager, oracle, 2.0).passed
+    assert not compare(Budget(2.0), Compared("g", kernel, eager, oracle)).passed
     unlucky = (oracle + 4e-10).float()
-    assert compare("g", kernel, eager, oracle, 2.0, calibration=[(unlucky, oracle)]).passed
+    assert compare(Budget(2.0), Compared("g", kernel, eager, oracle, [(unlucky, oracle)])).passed
 
 
 def test_a_kernel_that_avoids_eagers_intermediate_overflow_is_judged_against_the_oracle():
     z = torch.tensor([1e4, 2.0], dtype=torch.float16)
     oracle = z.double() * 0.5
     eager = torch.tensor([float("nan"), 1.0], dtype=torch.float16)  # z*z*z overflowed in fp16
-    assert compare("out", (z.double() * 0.5).half(), eager, oracle, 2.0).passed
+    assert compare(Budget(2.0), Compared("out", (z.double() * 0.5).half(), eager, oracle)).passed
     wrong = torch.tensor([4000.0, 1.0], dtype=torch.float16)
-    assert not compare("out", wrong, eager, oracle, 2.0).passed
+    assert not compare(Budget(2.0), Compared("out", wrong, eager, oracle)).passed
 
 
 def test_where_eager_and_the_kernel_both_fail_no_particular_nan_or_inf_is_owed():
@@ -118,20 +118,20 @@ def test_where_eager_and_the_kernel_both_fail_no_particular_nan_or_inf_is_owed()
     oracle = torch.tensor([-17532.3, 1693129.7, 2.0], dtype=torch.float64)
     eager = torch.tensor([float("nan"), float("nan"), 2.0], dtype=torch.float16)
     kernel = torch.tensor([float("-inf"), float("-inf"), 2.0], dtype=torch.float16)
-    assert compare("g", kernel, eager, oracle, 2.0).passed
+    assert compare(Budget(2.0), Compared("g", kernel, eager, oracle)).passed
     # still held: a kernel not finite where eager is, and a finite kernel where the truth overflows
     finite_eager = torch.tensor([-17530.0, float("inf"), 2.0], dtype=torch.float16)
-    result = compare("g", kernel, finite_eager, oracle, 2.0)
+    result = compare(Budget(2.0), Compared("g", kernel, finite_eager, oracle))
     assert not result.passed and "index (0,)" in result.problem
-    assert not compare("g", torch.tensor([-17532.0, 60000.0, 2.0], dtype=torch.float16), eager, oracle, 2.0).passed
+    assert not compare(Budget(2.0), Compared("g", torch.tensor([-17532.0, 60000.0, 2.0], dtype=torch.float16), eager, oracle)).passed
 
 
 def test_an_oracle_just_past_the_largest_finite_value_still_fits_when_it_rounds_to_it():
     oracle = torch.tensor([-65513.8, 3.0], dtype=torch.float64)  # rounds to -65504 in fp16, not -inf
     eager = torch.tensor([float("-inf"), 3.0], dtype=torch.float16)  # an intermediate overflowed
-    assert compare("g", oracle.half(), eager, oracle, 2.0).passed
+    assert compare(Budget(2.0), Compared("g", oracle.half(), eager, oracle)).passed
     beyond = torch.tensor([-65530.0, 3.0], dtype=torch.float64)  # rounds to -inf: eager is right
-    assert not compare("g", torch.tensor([-65504.0, 3.0], dtype=torch.float16), eager, beyond, 2.0).passed
+    assert not compare(Budget(2.0), Compared("g", torch.tensor([-65504.0, 3.0], dtype=torch.float16), eager, beyond)).passed
 
 
 def _tail_rows():
@@ -152,8 +152,8 @@ def test_condition_sized_errors_pass_where_eager_makes_them_too():
     # intermediate (another order of operations): half an ulp of the argument each, at other elements.
     eager = arg.float().double().exp().float()
     kernel = (arg * (1 + 0.3 * eps32)).float().double().exp().float()
-    plain = compare("out", kernel, eager, oracle, 2.0)
-    conditioned = compare("out", kernel, eager, oracle, 2.0, calibration=[(sample_oracle.float(), sample_oracle)])
+    plain = compare(Budget(2.0), Compared("out", kernel, eager, oracle))
+    conditioned = compare(Budget(2.0), Compared("out", kernel, eager, oracle, [(sample_oracle.float(), sample_oracle)]))
     assert conditioned.passed and conditioned.score < plain.score
 
 
@@ -162,7 +162,7 @@ def test_condition_term_gives_nothing_where_eager_is_exact():
     eps32 = torch.finfo(torch.float32).eps
     eager = oracle.float()  # eager computes the tail exactly (one rounding)
     sloppy = (arg * (1 + 8 * eps32)).exp().float()  # an argument off by 8 ulps: ~240 ulps out
-    result = compare("out", sloppy, eager, oracle, 2.0, calibration=[(sample_oracle.float(), sample_oracle)])
+    result = compare(Budget(2.0), Compared("out", sloppy, eager, oracle, [(sample_oracle.float(), sample_oracle)]))
     assert not result.passed and result.score > 50
 
 
@@ -173,10 +173,10 @@ def test_term_magnitudes_floor_the_envelope_of_a_cancelling_sum():
     eager = oracle.to(torch.bfloat16)  # eager's order happened to be exact
     kernel = torch.tensor([[2.0**-7, 0.5]], dtype=torch.bfloat16)
     terms = torch.tensor([[2.0, 0.5]], dtype=torch.float64)
-    assert not compare("out", kernel, eager, oracle, 2.0).passed
-    assert compare("out", kernel, eager, oracle, 2.0, terms=terms).passed
+    assert not compare(Budget(2.0), Compared("out", kernel, eager, oracle)).passed
+    assert compare(Budget(2.0), Compared("out", kernel, eager, oracle, terms=terms)).passed
     wrong = torch.tensor([[0.25, 0.5]], dtype=torch.bfloat16)  # 32 ulps of the terms: a bug
-    assert not compare("out", wrong, eager, oracle, 2.0, terms=terms).passed
+    assert not compare(Budget(2.0), Compared("out", wrong, eager, oracle, terms=terms)).passed
 
 
 def _layer_norm_bf16(x: torch.Tensor, round_mean: bool) -> torch.Tensor:
@@ -201,22 +201,22 @@ def test_terms_carry_the_precision_the_sum_is_formed_in():
     eager = reference.layer_norm(x)
     terms = reference.term_magnitudes(x.to(torch.float64))
     good, bad = _layer_norm_bf16(x, round_mean=False), _layer_norm_bf16(x, round_mean=True)
-    assert compare("out", good, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
-    assert not compare("out", bad, eager, oracle, 2.0, terms=terms, term_precision=torch.float32).passed
-    assert compare("out", bad, eager, oracle, 2.0, terms=terms).passed, "the bf16-ulp floor is the loose one"
+    assert compare(Budget(2.0, torch.float32), Compared("out", good, eager, oracle, terms=terms)).passed
+    assert not compare(Budget(2.0, torch.float32), Compared("out", bad, eager, oracle, terms=terms)).passed
+    assert compare(Budget(2.0), Compared("out", bad, eager, oracle, terms=terms)).passed, "the bf16-ulp floor is the loose one"
 
 
 def test_an_infinity_that_is_the_true_values_rounding_passes_where_eager_made_nan():
     oracle = torch.tensor([[1144306.06, 0.5]], dtype=torch.float64)  # past fp16's 65504
     eager = torch.tensor([[float("nan"), 0.5]], dtype=torch.float16)  # eager's inf - inf
-    assert compare("dx", torch.tensor([[float("inf"), 0.5]], dtype=torch.float16), eager, oracle, 2.0).passed
+    assert compare(Budget(2.0), Compared("dx", torch.tensor([[float("inf"), 0.5]], dtype=torch.float16), eager, oracle)).passed
     wrong_sign = torch.tensor([[-float("inf"), 0.5]], dtype=torch.float16)
     # where eager made NaN it gives no evidence of the sign (the rule below); where it made the
     # right infinity, the wrong sign fails
     right_eager = torch.tensor([[float("inf"), 0.5]], dtype=torch.float16)
-    assert not compare("dx", wrong_sign, right_eager, oracle, 2.0).passed
+    assert not compare(Budget(2.0), Compared("dx", wrong_sign, right_eager, oracle)).passed
     saturated = torch.tensor([[65504.0, 0.5]], dtype=torch.float16)  # not the rounding of the true value
-    assert not compare("dx", saturated, eager, oracle, 2.0).passed
+    assert not compare(Budget(2.0), Compared("dx", saturated, eager, oracle)).passed
 
 
 def test_rounded_terms_floor_the_envelope_at_a_unit_roundoff_of_their_root_sum_square():
@@ -227,11 +227,11 @@ def test_rounded_terms_floor_the_envelope_at_a_unit_roundoff_of_their_root_sum_s
     off = oracle.clone()
     off[0, 1] += 3 * unit * 8.0  # three unit roundoffs of it: a random walk's size, not a bug
     kernel = off.to(torch.bfloat16)
-    assert not compare("g", kernel, eager, oracle, 4.0).passed
-    assert compare("g", kernel, eager, oracle, 4.0, rounded_terms=rss).passed
+    assert not compare(Budget(4.0), Compared("g", kernel, eager, oracle)).passed
+    assert compare(Budget(4.0), Compared("g", kernel, eager, oracle, rounded_terms=rss)).passed
     wrong = oracle.clone()
     wrong[0, 1] += 6 * unit * 8.0
-    assert not compare("g", wrong.to(torch.bfloat16), eager, oracle, 4.0, rounded_terms=rss).passed
+    assert not compare(Budget(4.0), Compared("g", wrong.to(torch.bfloat16), eager, oracle, rounded_terms=rss)).passed
 
 
 def _large_output_case():
@@ -260,11 +260,11 @@ def test_large_outputs_are_judged_in_blocks_of_rows_with_the_same_outcome(monkey
     kernel, eager, oracle, terms, sample = _large_output_case()
     transposed = [t.transpose(0, 1) for t in (kernel, eager, oracle)]  # non-contiguous
     row_terms = terms[..., :1] * 1e3  # broadcast along the rows, as at once allows
-    at_once = [compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2),
-               compare("g", *transposed, 2.0), compare("g", kernel, eager, oracle, 2.0, terms=row_terms)]
+    judged = [(Budget(2.0, torch.float32), Compared("g", kernel, eager, oracle, [sample], terms=terms, rounded_terms=terms / 2)),
+              (Budget(2.0), Compared("g", *transposed)), (Budget(2.0), Compared("g", kernel, eager, oracle, terms=row_terms))]
+    at_once = [compare(*j) for j in judged]
     monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", block_elements)
-    blocked = [compare("g", kernel, eager, oracle, 2.0, [sample], terms, torch.float32, terms / 2),
-               compare("g", *transposed, 2.0), compare("g", kernel, eager, oracle, 2.0, terms=row_terms)]
+    blocked = [compare(*j) for j in judged]
     assert blocked == at_once and at_once[0].worst_index == (4, 2, 5) and not at_once[0].passed
     assert at_once[2].passed, "the broadcast terms must have widened the envelope"
 
@@ -278,9 +278,9 @@ def test_blocks_without_a_finite_element_do_not_hide_the_worst_index(monkeypatch
     oracle = oracle.float().double()  # representable: the exact kernel scores 0 everywhere
     kernel[0], eager[0], oracle[0] = float("nan"), float("nan"), float("nan")
     exact = oracle.float()
-    at_once = compare("g", exact, eager, oracle, 2.0)
+    at_once = compare(Budget(2.0), Compared("g", exact, eager, oracle))
     monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", 42)  # a block is one first-dim slice
-    blocked = compare("g", exact, eager, oracle, 2.0)
+    blocked = compare(Budget(2.0), Compared("g", exact, eager, oracle))
     assert blocked.passed == at_once.passed and blocked.score == at_once.score
     assert blocked.worst_index is not None and blocked.worst_index[0] == 1 and blocked.atol > 0
 
@@ -291,6 +291,6 @@ def test_a_nan_pattern_in_a_late_block_is_found_and_located(monkeypatch):
     kernel, eager, oracle, _, _ = _large_output_case()
     kernel[3, 4, 1] = float("nan")
     monkeypatch.setattr(numerics, "_BLOCK_ELEMENTS", 14)  # two rows a block
-    result = compare("g", kernel, eager, oracle, 2.0)
+    result = compare(Budget(2.0), Compared("g", kernel, eager, oracle))
     assert not result.passed and result.worst_index == (3, 4, 1)
     assert "first at index (3, 4, 1)" in result.problem and "of rows 22 to 23" in result.problem
