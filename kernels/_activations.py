@@ -14,19 +14,19 @@ with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 
 fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
 multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). One value is the
 exception: exact gelu's, which is eager's own fp32 computation (:func:`gelu_as_eager`). fp32
-evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at worst, against
-eager's ~1 on the CPU, and the harness's seeded runs found exactly that (glu's silu gradient at
-2.3x eager's envelope in the sigmoid's tail, exact gelu at 1.96x at its minimum, where the
-envelope has no slack). In fp64 the result is correctly rounded but for near-ties. The fp64 work
-is written for what fp32 results need, about 1e-9 relative, not for fp64's own ulp: the exp is
+evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at
+worst, against eager's ~1 on the CPU, which exceeds the harness's envelope where it has no slack
+(glu's silu gradient in the sigmoid's tail: 2.3x eager's envelope; exact gelu at its minimum:
+1.96x). In fp64 the result is correctly rounded but for near-ties. The fp64 work is written for
+what fp32 results need, about 1e-9 relative, not for fp64's own ulp: the exp is
 ``_rows.exp_wide`` (11 operations, libdevice's takes 16 and a branch) and the reciprocals a refined
 hardware seed (``_rows.reciprocal_moderate``: 3 fused multiply-adds where IEEE division takes 9 and
-a slow path). On the H100 (64 fp64 lanes an SM) exact bias-GELU's fp32 forward is then 54 fp64
-operation slots an element (conversions included) and runs at 74% of copy bandwidth, bound by
-those lanes (it was 31%, then 45%, with libdevice's forms); SwiGLU's fp32 forward, 12 bytes an
-element for its fp64 work, at 98%. Without PRECISE (16-bit outputs) everything is
-fp32 with the fast exp and reciprocal, whose ~1e-5 relative error stays far below a 16-bit ulp,
-and the result is fp32.
+a slow path), because the fp64 lanes (64 an SM on an H100) bound these kernels, and libdevice's
+forms leave them far slower. In these forms SwiGLU's fp32 forward, 12 bytes an element for its
+fp64 work, runs near copy bandwidth; exact gelu's fp64 value, 54 fp64 operation slots an element
+(conversions included), stays well below it, hence :func:`gelu_as_eager` (docs/performance.md).
+Without PRECISE (16-bit outputs) everything is fp32 with the fast exp and reciprocal, whose ~1e-5
+relative error stays far below a 16-bit ulp, and the result is fp32.
 
 * ``relu``: ``z`` where ``z > 0``, else 0 (NaN kept); its slope is 0 at ``z <= 0`` and 1
   elsewhere (1 for NaN: torch's threshold_backward). Exact in any precision, never widened.
@@ -111,19 +111,19 @@ def _gelu_inner(z):
 #
 # With PRECISE all of it is evaluated in fp64 (module docstring). For erfc that matters most: an
 # all-fp32 version with every trick at hand (a^2 split into an exact head and a small tail, a
-# Fast2Sum-compensated denominator, the corrections folded into one factor) still reached 2.1 eps
-# of relative error (3.5 ulp), and the harness's CPU runs found it at 1.96x eager's envelope at
-# gelu's minimum (z = -0.75: gelu' = 0 gives the envelope no slack there, and the CPU's eager
-# erfc is within 0.8 ulp). In fp64 what remains is the polynomials' 1e-9: measured within
-# 0.52 ulp after rounding to fp32, near zero too (no separate erf series is needed there: Phi is r,
-# or 1 - r with r near 1/2, which loses nothing of r's relative accuracy). The fp64 path is 42 fp64
-# operations an element (exp and reciprocal included). 16-bit results, the case that matters for
-# speed, take the fp32 path: one exp2 of -z^2/2 and two approximate reciprocals, relative error
-# under 7e-6. What is evaluated is Phi itself (the coefficients halved, exactly) from |z| (q and
-# 1 + 2a rescaled, so a = |z|/sqrt(2) is never formed). On sm_90 bias_gelu's 16-bit forward is
-# then 30.5 SASS instructions an element, from 47 with Triton's division, the halving and the
-# scaling of z as separate steps: at 16-bit copy bandwidth an H100 issues ~45 an element, so the
-# count is what decides how near the memory roofline exact gelu gets.
+# Fast2Sum-compensated denominator, the corrections folded into one factor) still reaches 2.1 eps
+# of relative error (3.5 ulp), 1.96x eager's envelope at gelu's minimum (z = -0.75: gelu' = 0
+# gives the envelope no slack there, and the CPU's eager erfc is within 0.8 ulp). In fp64 what
+# remains is the polynomials' 1e-9: within 0.52 ulp after rounding to fp32, near zero too (no
+# separate erf series is needed there: Phi is r, or 1 - r with r near 1/2, which loses nothing of
+# r's relative accuracy). The fp64 path is 42 fp64 operations an element (exp and reciprocal
+# included). 16-bit results, the case that matters for speed, take the fp32 path: one exp2 of
+# -z^2/2 and two approximate reciprocals, relative error under 7e-6. What is evaluated is Phi
+# itself (the coefficients halved, exactly) from |z| (q and 1 + 2a rescaled, so a = |z|/sqrt(2) is
+# never formed). On sm_90 bias_gelu's 16-bit forward is then 30.5 SASS instructions an element,
+# where Triton's division, the halving and the scaling of z as separate steps take 47: at 16-bit
+# copy bandwidth an H100 issues ~45 an element, so the count is what decides how near the memory
+# roofline exact gelu gets.
 
 
 @triton.jit
@@ -212,13 +212,12 @@ def gelu_as_eager(z):
     what torch.erfc runs: on the GPU, eager's value bit for bit, in fp32 arithmetic.
 
     It is the one fp32 value here not evaluated in fp64. In fp64 (erfc's polynomial, an exp, a
-    reciprocal: 54 fp64 slots an element) bias-GELU's fp32 forward was bound by the H100's 64 fp64
-    lanes an SM, at 74% of copy bandwidth; in eager's form it runs at 92% of a same-size copy in
-    the benchmark, 95% in a side-by-side probe (results/2026-11-28-h100-19). Rounded as eager
-    rounds, the tail's amplified roundings (z's, the argument's) are eager's own, so its error is
-    eager's; the other activations keep fp64, because their fp32 values, computed in another order
-    than eager's, were found above twice eager's error in the tail (GEGLU's tanh form, H100
-    nightly: 2.25). The slope (the backward) stays fp64 (:func:`gelu_and_slope`)."""
+    reciprocal: 54 fp64 slots an element) bias-GELU's fp32 forward is bound by the fp64 lanes (64
+    an SM on an H100), well below copy bandwidth; in eager's form it runs near copy bandwidth
+    (docs/performance.md). Rounded as eager rounds, the tail's amplified roundings (z's, the
+    argument's) are eager's own, so its error is eager's; the other activations keep fp64, because
+    their fp32 values, computed in another order than eager's, exceed twice eager's error in the
+    tail (GEGLU's tanh form: 2.25x). The slope (the backward) stays fp64 (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
 
@@ -292,11 +291,10 @@ def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
 # small sum over the partials finishes it. No atomics, and the grouping depends only on the shape
 # and the device (its SM count, and how many of the compiled kernel's programs an SM holds), so
 # the result is bitwise reproducible. On a GPU there are as many programs as the device holds at
-# once: one wave. The H100 sweep of programs per SM (tune_rows.py elementwise_backward, results/
-# 2026-11-24-h100-4/call7) found the best count at what an SM holds (bias_gelu's tanh backward:
-# 80 registers, 3 programs of 8 warps: 0.3629 ms at 3 a SM, 0.3838 at the 8 used before, 0.4535
-# at 4, where a second wave runs a third full) or within 2% of it. Under the interpreter groups
-# are 2 tiles, so that small test cases already produce several partials.
+# once: one wave, the fastest count of programs per SM or within 2% of it; more start a second,
+# partly filled wave (chosen by benchmarks/tune_rows.py elementwise_backward on an H100,
+# benchmarks/results/2026-11-24-h100-4). Under the interpreter groups are 2 tiles, so that small
+# test cases already produce several partials.
 INTERPRETER_TILES_PER_GROUP = 2
 # Programs per SM forced for a sweep (tune_rows.py's knob); None: as many as an SM holds.
 GPU_PROGRAMS_PER_SM: int | None = None

@@ -4,9 +4,9 @@
 on every call: it binds the arguments, builds a specialisation key (a string of every argument's
 type, alignment and constexpr value), looks the compiled variant up, and then compares every
 global the kernel's source reads (each ``tl.constexpr`` module constant of ``_rows``, through
-``constexpr.__ne__``) with its value at compile time. On the H200 host of
-benchmarks/results/2026-11-27-h200-14 that was 13 us for a kernel of three arguments and about
-30 us for the row kernels, where eager PyTorch's whole softmax call costs 10 us.
+``constexpr.__ne__``) with its value at compile time. That costs more host time than eager
+PyTorch's whole softmax call: a little more for a kernel of three arguments, about three times as
+much for the row kernels (docs/performance.md).
 
 :func:`jit` returns a :class:`Kernel`: the same ``kernel[grid](...)`` syntax, with a dictionary
 in front of Triton's. Its key is what Triton specialises on, computed from cheap Python values:
@@ -35,10 +35,10 @@ one (a tuning sweep) must call :meth:`Kernel.forget` on the kernels that read it
 An op can go further with :meth:`Kernel.bind`: its own plan per call signature (shapes, strides,
 dtypes, alignment, options: everything that fixes the grid, the sizes and strides passed and
 Triton's specialisation) holds a :class:`Launcher` that takes only the call's tensors and scalars,
-with no key computed at launch. On the H100 host of benchmarks/results/2026-11-27-h200-15 that
-took layer_norm's forward at 4x64 bf16 from 71 to 27 us a call, forward+backward from 534 to
-227 (eager: 17 and 120). The op's key is its promise that the arguments specialise alike;
-``HARNESS_CHECK_LAUNCH=1`` checks the promise on every launch (the GPU verification runs set it).
+with no key computed at launch, which takes more than half of a small call's host time off
+(layer_norm at 4x64: docs/performance.md). The op's key is its promise that the arguments
+specialise alike; ``HARNESS_CHECK_LAUNCH=1`` checks the promise on every launch (the GPU
+verification runs set it).
 
 Under the interpreter (``TRITON_INTERPRET=1``) there is nothing to save and no compiled variant
 to call: every launch takes Triton's path. ``HARNESS_TRITON_LAUNCH=jit`` forces that path on a GPU

@@ -16,10 +16,9 @@ of the pieces that matter (8 of bf16's 9, 6 of TF32's) make up ``a @ b`` but for
 of each product. :func:`split_gram` is the same for a Gram product ``a @ a^T``, whose cross
 products come in transposed pairs: 5 tensor-core products carry bf16's 8 (4 carry TF32's 6).
 IEEE fp32 ``tl.dot`` runs on the FMA units, from operands staged in shared memory in a layout
-Triton chooses: dlrm_interaction's fp32 forward spent its time in bank conflicts there (ncu: L1/TEX
-97% busy, 0.64x torch.compile; results/2026-11-24-h100-5/call2), and split into bf16 pieces it runs
-2.3x faster than torch.compile (results/2026-11-24-h100-6, call 3), on ``split_gram`` 2.55x
-(results/2026-11-24-h100-9, call 4). IEEE fp32 ``tl.dot`` also rounds a running FMA sum after
+Triton chooses, where dlrm_interaction's fp32 forward is bound by bank conflicts (ncu: L1/TEX 97%
+busy) and slower than torch.compile; split into bf16 pieces it is more than twice as fast as
+torch.compile (docs/performance.md). IEEE fp32 ``tl.dot`` also rounds a running FMA sum after
 every term, which a split product's tensor-core sums do not.
 """
 
@@ -124,8 +123,8 @@ def split_dot(a, b, tail, PIECE: tl.constexpr):
     out lo-lo (below 2^-28). Infinite elements take part in head only (in the cross products they
     count as 0), so that inf * 0 cannot turn into NaN there.
 
-    Summing a tile's products in one chain instead, head last onto the cross products, cost
-    dlrm_interaction's forward 22% at dim 64 on the H100 (results/2026-11-24-h100-6, call 6)."""
+    Summing a tile's products in one chain instead, head last onto the cross products, is slower
+    (dlrm_interaction's forward at dim 64: docs/performance.md)."""
     a_hi, a_mid, a_lo = split_pieces(a, PIECE)
     b_hi, b_mid, b_lo = split_pieces(b, PIECE)
     head = _piece_dot(a_hi, b_hi, tl.zeros(tail.shape, tl.float32), PIECE)
@@ -164,8 +163,8 @@ def split_gram(a, a_t, tail, PIECE: tl.constexpr):
     Infinite elements take part in head only (in the cross products their hi counts as 0), so
     that inf * 0 cannot turn into NaN there.
 
-    Summing a tile's products in one chain instead, head last onto the cross products, cost
-    dlrm_interaction's forward 22% at dim 64 on the H100 (results/2026-11-24-h100-6, call 6)."""
+    Summing a tile's products in one chain instead, head last onto the cross products, is slower
+    (dlrm_interaction's forward at dim 64: docs/performance.md)."""
     hi, mid, lo = split_pieces(a, PIECE)
     hi_t, mid_t, lo_t = split_pieces(a_t, PIECE)
     head = _piece_dot(hi, hi_t, tl.zeros(tail.shape, tl.float32), PIECE)

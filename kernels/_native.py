@@ -2,13 +2,11 @@
 C++ autograd node (source: ``kernels/native/native.cpp``).
 
 Why. A Python ``torch.autograd.Function`` costs about as much host time as eager PyTorch's whole
-forward+backward of a small op before it does any work, and the Python of its backward runs cold
-on autograd's device thread. On the H200 of ``benchmarks/results/2026-11-27-h100-16``, at a
-LayerNorm of 4 x 64, a Function that does nothing took 133 us forward+backward, eager's whole
-LayerNorm 134 and ours 282. What eager does in C++ (a node in the graph, allocations, launches)
-must be done in C++ to cost what eager costs; on the H200 of ``2026-11-27-h100-18`` (call 13) this
-path took the four ops it serves from 0.43-1.53x the best peer's per-call forward+backward to
-0.75-2.91x.
+forward+backward of a small op before it does any work (at a LayerNorm of 4 x 64, a Function
+that does nothing costs what eager's whole LayerNorm does), and the Python of its backward runs
+cold on autograd's device thread. What eager does in C++ (a node in the graph, allocations,
+launches) must be done in C++ to cost what eager costs; docs/performance.md has the per-call
+figures of the four ops this path serves, with it and without it.
 
 The saved tensors and output gradients a backward reads are checked against the layouts the
 kernels were compiled for, and copied into them when autograd or a saved-tensor hook

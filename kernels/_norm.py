@@ -46,10 +46,10 @@ class Dropout(NamedTuple):
     The scale 1/(1-p) (0 when p = 1) travels as ``scale`` + ``scale_lo``: its fp32 rounding and
     the rest. A float scalar is fp32 inside a kernel (a compiled kernel's argument, and under the
     interpreter too once ``tl.where`` takes it), and the fp32 1/(1-p) is up to 2^-24 off: where
-    ``x * scale`` nearly cancels the residual, that made the H100's fp32 prenorm sum 15 ulp off
-    (score 5.54) while CUDA eager was within one (CPU eager rounds its scale to fp32 as well, so
-    its own error hid the kernel's there). fp64 arithmetic (fp32 inputs) adds ``x * scale_lo``
-    (:func:`_dropped`); 16-bit inputs need only ``scale``.
+    ``x * scale`` nearly cancels the residual, that puts an fp32 prenorm sum many ulps off (15 at one
+    element) where CUDA eager is within one (CPU eager rounds its scale to fp32 too, so CPU runs do
+    not show it). fp64 arithmetic (fp32 inputs) adds ``x * scale_lo`` (:func:`_dropped`); 16-bit
+    inputs need only ``scale``.
     """
 
     seed: int
@@ -161,9 +161,8 @@ def forward(
 
     Inputs are validated by the caller (residual: x's shape, dtype and device). ``store_sum`` asks
     for s (dropout-add-norm; always stored when a row spans several blocks, since the second pass
-    reads it back). ``store_stats=False`` (no backward to come) leaves the row statistics
-    unwritten and ``stats`` None: dropout-add-norm's graph-free forward, which ran 3.5-8.5% faster
-    so on the H100. The plain norms store them anyway (docs/design-notes.md).
+    reads it back). ``store_stats=False`` (no backward to come) leaves the statistics unwritten and
+    ``stats`` None: faster for dropout-add-norm; the plain norms store them (docs/design-notes.md).
     """
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _vector_key(weight), _vector_key(bias),
            _vector_key(xbias), _rows_key(residual), _dropout_key(dropout), rms, store_sum, store_mask, store_stats)
@@ -243,11 +242,8 @@ class _ForwardPlan:
         return Forward(y, s, mask, stats)
 
 
-# The forward masks nothing where every tile is full, for rows of up to this many columns. On the
-# H100 (results/2026-11-24-h100-9, call 6, the gate against the masked kernel's baselines) that
-# made LayerNorm 65536 x 256 bf16 4.0% faster and dropout-add-norm's 1024-column forwards 3-9%;
-# wider even rows got slower (dropout-add-norm at 2048-16384 columns 4-19%, LayerNorm at 1024 x
-# 16384 28%), and keep their masks.
+# The forward masks nothing where every tile is full, for rows of up to this many columns: that
+# makes short rows faster, and wider even rows slower, so they keep their masks (docs/performance.md).
 EVEN_MAX_BLOCK = 1024
 
 

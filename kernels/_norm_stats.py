@@ -15,7 +15,7 @@ from, its statistics, and dropout's keep-mask.
   deviations are combined with Chan's parallel formula, which never subtracts two large sums, and
   the running mean carries its rounding (TwoSum). In fp32 arithmetic a block of REFINE_MIN_BLOCK
   columns or more refines its mean with the mean of its deviations: the shift leaves a zero-mean
-  row's sum biased by K, and its fp32 sum was ulps of K off (:func:`_block_mean`).
+  row's sum biased by K, and its fp32 sum is ulps of K off (:func:`_block_mean`).
 * **Dropout** (:func:`keep_mask`): a counter-based Philox stream, one ``tl.philox`` call per four
   columns, counters ``(column // 4, row)``, key = the seed. The mask depends only on the seed and
   the element's logical position (not on strides, tiling or the backend), so the backward
@@ -132,14 +132,14 @@ def _block_mean(d, mask, count, PRECISE: tl.constexpr):
 
     In fp32, blocks of REFINE_MIN_BLOCK columns or more refine the mean once with the mean of the
     deviations: where K sits a spread away from the mean, s - K carries a bias of that size, and
-    the fp32 tree sum of it and the GPU's approximate division were several ulps of the bias off
-    (a bf16 row of 8193 normal values on the H100 nightly: the output 2 bf16 ulps off near the
-    mean, 2.12x the envelope). The deviations have mean -error, so their sum rounds like a random
-    walk and returns the error; the deviations stay about m, so the variance moves by the square of
-    the correction. The refinement is a third row reduction, which the H100 measured at 11% of
-    LayerNorm's forward at 65536 x 256 and within noise from 2048 columns (results/2026-11-24-h100-5,
-    call 8); shorter blocks sum few terms (a tree sum of 256-1024 biased terms, emulated in numpy:
-    within 1.05 ulps). fp64 arithmetic needs no refinement."""
+    the fp32 tree sum of it and the GPU's approximate division are several ulps of the bias off
+    (in a bf16 row of 8193 normal values, enough to put the output 2 bf16 ulps off near the mean,
+    2.12x the envelope). The deviations have mean -error, so their sum rounds like a random walk
+    and returns the error; the deviations stay about m, so the variance moves by the square of the
+    correction. The refinement is a third row reduction: it would cost LayerNorm's forward a tenth
+    of its time at 256 columns, and costs nothing measurable from 2048 (docs/performance.md);
+    shorter blocks sum few terms (a tree sum of 256-1024 biased terms, emulated in numpy: within
+    1.05 ulps). fp64 arithmetic needs no refinement."""
     m = _rows.div(tl.sum(d, axis=1), count, PRECISE)
     dev = tl.where(mask, d - m[:, None], 0.0)
     if d.dtype == tl.float32 and d.shape[1] >= REFINE_MIN_BLOCK:

@@ -1,5 +1,6 @@
 """Tiles and arithmetic dtypes of the normalisation kernels, chosen by measurement
-(``benchmarks/tune_rows.py``'s sweeps on the H100; each table names its results).
+(``benchmarks/tune_rows.py``'s sweeps on an H100; each table names its run, and
+docs/performance.md has the timings).
 
 Numerics: arithmetic in fp32 for fp16/bf16 inputs and in fp64 for fp32 and fp64 inputs
 (``WIDE_FP32``, below), results stored in the input dtype. With ``WIDE_FP32 = False`` fp32 rows
@@ -24,18 +25,18 @@ from kernels._runtime import sm_count
 # GPU forward: rows up to 16384 columns stay in registers (one read, one write); a row of 16384 in
 # fp32 registers plus the weight and bias blocks use 192 KB of the 256 KB register file at 32
 # warps, so that is the ceiling. target_elems sets how many short rows share a program
-# (dropout-add-norm takes fewer: _GPU_FWD_DROPOUT below). 64 bytes
-# of input a thread (half the warps of 32): fewer warps make the row reductions cheaper, and the
-# H100 sweep (benchmarks/tune_rows.py) measured LayerNorm's forward 4-20% faster with it
-# (1024x16384 bf16: 0.033 ms against 0.041), RMSNorm's within 1%.
+# (dropout-add-norm takes fewer: _GPU_FWD_DROPOUT below). 64 bytes of input a thread (half the
+# warps of 32): fewer warps make the row reductions cheaper, which makes LayerNorm's forward faster
+# at every swept shape and leaves RMSNorm's level (chosen by benchmarks/tune_rows.py layer_norm and
+# rms_norm on an H100, benchmarks/results/2026-11-23-h100-4).
 # GPU backward: each program holds s, dy and the fp32 gradient accumulators of its block, four
 # arrays of BLOCK, so its single-block limit is 8192. Wider rows are cut into column blocks of
 # split_block (the row-sums kernel, then the column kernel: see the module docstring), with the
 # rows and threads of _GPU_BWD_COLUMNS below.
 # Interpreter: blocks of 64 so that CPU-sized rows (up to ~150 columns) exercise the multi-block
 # paths. The interpreter's cost is per operation executed, nearly flat in the tile size, so the
-# forward packs 16 rows per program (measured: 20 rows of 129 in 160 ms instead of 410 ms with 4
-# rows per program). The backward keeps 4 rows per tile so that CPU cases of a few rows already
+# forward packs 16 rows per program (20 rows of 129 run in 160 ms, against 410 ms at 4 rows a
+# program). The backward keeps 4 rows per tile so that CPU cases of a few rows already
 # span several tiles and several row groups (the partials reduction), and rows of over 64 columns
 # take the column kernels.
 _GPU_FWD = _rows.TileLimits(max_block=16384, split_block=4096, target_elems=4096, max_rows=16, thread_bytes=64, max_warps=32)
@@ -44,11 +45,11 @@ _INTERPRETER_FWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=1
 _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=256, max_rows=4, thread_bytes=32, max_warps=4)
 # Backward row groups: on a GPU, this many programs per SM (each loops over its group's tiles);
 # under the interpreter two tiles per group, so that small cases already produce several partials.
-# The H100 sweep (tune_rows.py norm_backward_groups; results/2026-11-24-h100-3, calls 2-4) found 2
-# fastest at 9 of 10 shapes, and 4 or 8 programs 14-83% slower. Neither the partials reduction
-# (summed by torch instead: no faster) nor the loop's pipelining depth (num_stages 1-5: within 1%)
-# explains that. Rows cut into column blocks take 4 an SM, shared among their column blocks
-# (_GPU_BWD_COLUMN_PROGRAMS_PER_SM, below).
+# Two programs an SM are the fastest count at nearly every shape, and 4 or 8 are much slower (chosen
+# by benchmarks/tune_rows.py norm_backward_groups on an H100, benchmarks/results/2026-11-24-h100-3).
+# Neither the partials reduction (summed by torch instead: no faster) nor the loop's pipelining
+# depth (num_stages 1-5: level) explains that. Rows cut into column blocks take 4 an SM, shared
+# among their column blocks (_GPU_BWD_COLUMN_PROGRAMS_PER_SM, below).
 # BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
 # norm_backward_columns).
 _GPU_BWD_PROGRAMS_PER_SM = 2
@@ -94,52 +95,42 @@ def block_boundaries() -> tuple[int, ...]:
     return tuple(sorted(points))
 
 
-# GPU overrides: measured exceptions to the shared limits above (OVERRIDES switches them all; the
-# column kernels' _GPU_BWD_COLUMNS below is not one: rows wider than a block always take it, and
-# tune_rows.py norm_backward_columns varies it).
-# Backward, from the H100 sweeps of the backward alone (benchmarks/tune_rows.py norm_backward;
-# results/2026-11-24-h100-2/call7), for LayerNorm and RMSNorm:
-# * 16-bit rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8). LayerNorm 16384 x 1024
-#   0.0885 -> 0.0642 ms, 32768 x 512 0.0931 -> 0.0674; 256-wide rows (16 a tile) were 9% slower.
-#   RMSNorm was 1-4% slower so without prefetch, and faster with it (below).
-# Prefetch (results/2026-11-24-h100-3/call6; tune_rows.py norm_backward_prefetch and
-# norm_backward_groups), where it measured faster than the loop without it (calls 3-4):
-# * 16-bit RMSNorm rows of 256 to 1024: 32768 x 512 0.0619 -> 0.0550 ms (4 warps), 16384 x 1024
-#   fp16 0.0595 -> 0.0575 (4 warps), 65536 x 256 0.0584 -> 0.0557 (the shared tile);
-# * not LayerNorm: rows of 1024 were 6% faster in the backward sweep (fp16 16384 x 1024 0.0640 ->
-#   0.0599 ms), but forward+backward in the harness benchmark was 2.2% slower there (call 7, the
-#   gate's regression; bf16 1.7% faster, not significant); at 512 it tied, at 4096 it was slower
-#   (0.1019 -> 0.1108), at 256 mixed;
-# * fp32 dropout-add-norm rows of 1024, one row a tile at 4 warps (_GPU_BWD_DROPOUT_FP32): 8192 x
-#   1024 0.0923 -> 0.0783 ms (issue 4's case). At the 8 KB tile it was slower (0.1215), as it was
-#   for bf16 16384 x 1024 (0.0931 against 0.0888).
-# Dropout-add-norm's backward (tune_rows.py dropout_norm_backward; results/.../call9), rows within one
-# block: 8 KB of input a tile at 64 bytes a thread (4 warps; _dropout_bwd_limits). 8192 x 1024
-# fp32 0.1502 -> 0.0921 ms (issue 4's case), bf16 16384 x 1024 0.1132 -> 0.0931, 8192 x 4096
-# 0.1770 -> 0.1486, 65536 x 256 0.1063 -> 0.0928 (the best there, 8 rows a tile, 0.0889). The
-# RMSNorm form takes it too (same kernel and traffic; verified on the H100, not timed).
-# GPU forward override, dropout-add-norm (tune_rows.py dropout_norm_forward; results/2026-11-24-h100-3/
-# call1): 1024 elements a program (one row of 1024, four of 256) instead of 4096, at the shared
-# 64 bytes a thread. Drawing the mask and the fp64 arithmetic of fp32 rows make its programs
-# longer than a plain norm's, and smaller ones overlap better. fp32 8192 x 1024 0.0588 -> 0.0467
-# ms (compile 0.0483; the same tile with fp32 arithmetic, call 5: 0.0427, so fp64 costs 9%);
-# bf16 16384 x 1024 0.0534 -> 0.0432, 8192 x 4096 0.0914 -> 0.0832, 65536 x 256 0.0507 -> 0.0440,
-# 32768 x 512 0.0622 -> 0.0444. Rows of 4096 columns or more take one row a program either way.
-# Swept for dropout-add-LayerNorm; the RMSNorm form takes it too (same kernel and traffic).
-# The sweeps of the shared limits set OVERRIDES = False, so that each candidate is timed as given;
-# dropout_norm_forward varies _GPU_FWD_DROPOUT itself.
+# GPU overrides: measured exceptions to the shared limits above, chosen by benchmarks/tune_rows.py
+# on an H100 (norm_backward, dropout_norm_backward: benchmarks/results/2026-11-24-h100-2 and
+# norm_backward_prefetch, dropout_norm_forward: 2026-11-24-h100-3). OVERRIDES switches them all:
+# the sweeps of the shared limits set it False, so that each candidate is timed as given. The
+# column kernels' _GPU_BWD_COLUMNS below is not one: rows wider than a block always take it.
+#
+# Dropout-add-norm's forward: 1024 elements a program (one row of 1024, four of 256) instead of
+# 4096, at the shared 64 bytes a thread: faster at every swept shape. Drawing the mask and the
+# fp64 arithmetic of fp32 rows make its programs longer than a plain norm's, and smaller ones
+# overlap better (on this tile fp64 arithmetic costs fp32 rows about 9% over fp32 arithmetic).
+# Rows of 4096 columns or more take one row a program either way. Swept for dropout-add-LayerNorm;
+# the RMSNorm form takes it too (same kernel and traffic). tune_rows.py dropout_norm_forward varies
+# it itself.
 _GPU_FWD_DROPOUT = _GPU_FWD._replace(target_elems=1024)
-# Backward of rows wider than one block (the row-sums and column kernels), from the H100 sweep
-# tune_rows.py norm_backward_columns (results/2026-11-24-h100-7/call1), the backward alone at
-# 1024 x 16384 bf16: column blocks of 1024, 2 rows a tile, 4 warps, 4 programs an SM. LayerNorm
-# 0.0723 ms, RMSNorm 0.0704, dropout-add-LayerNorm 0.0940, against 0.0900 / 0.0820 / 0.1364 at
-# 4 rows, 8 warps and 2 programs; blocks of 512 were 1.4-2.6x slower, of 2048 within 2-11%.
+# Backward of rows wider than one block (the row-sums and column kernels): column blocks of 1024, 2
+# rows a tile, 4 warps, 4 programs an SM, faster than 4 rows, 8 warps and 2 programs for
+# LayerNorm, RMSNorm and dropout-add-LayerNorm; blocks of 512 are 1.4-2.6x slower, of 2048 within
+# 2-11% (chosen by benchmarks/tune_rows.py norm_backward_columns, the backward alone at 1024 x
+# 16384 bf16 on an H100, benchmarks/results/2026-11-24-h100-7). That target varies it.
 _GPU_BWD_COLUMNS = _GPU_BWD._replace(target_elems=2048, thread_bytes=32)
+# 16-bit backward rows of 512 to 1024: 64 bytes a thread (4 warps instead of 8), about a quarter
+# faster for LayerNorm; at 256-wide rows (16 a tile) it is slower. RMSNorm is slightly slower so
+# without prefetch and faster with it (_PREFETCH_RMS16).
 _GPU_BWD_NARROW16 = _GPU_BWD._replace(thread_bytes=64)
 _NARROW16 = (512, 1024)  # the row blocks it applies to (both norms)
+# fp32 dropout-add-norm backward rows of 1024: one row a tile at 4 warps, with prefetch. Prefetch
+# is slower on the 8 KB tile below, and for bf16 rows of 1024.
 _GPU_BWD_DROPOUT_FP32 = _GPU_BWD._replace(target_elems=512, thread_bytes=32)
 _DROPOUT_FP32_BLOCK = 1024  # the row block it and prefetch apply to (fp32 dropout-add-norm)
+# Prefetch, where it is faster than the loop without it: 16-bit RMSNorm rows of 256 to 1024. Not
+# LayerNorm: at rows of 1024 its backward alone is faster with it but forward+backward is slower;
+# at 512 it ties, at 4096 it is slower, at 256 mixed.
 _PREFETCH_RMS16 = (256, 1024)  # row blocks of 16-bit RMSNorm that prefetch
+# Dropout-add-norm's backward, rows within one block: 8 KB of input a tile at 64 bytes a thread (4
+# warps; _dropout_bwd_limits), faster than the shared tile at every swept shape. The RMSNorm form
+# takes it too (same kernel and traffic; checked, not timed).
 _DROPOUT_BWD_TILE_BYTES = 8192
 OVERRIDES = True
 
@@ -219,10 +210,10 @@ def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.Ro
 
 # fp32 inputs compute in fp64: an fp32 result must come out within about one ulp, as eager's CPU
 # LayerNorm does, and an fp32 chain of shift, centring, 1/std, weight and bias reaches 2-3 ulp
-# (measured: 2.4x eager's envelope on a 9-wide row). On an H100 the fp64 pipe does 64 FMA per
-# clock per SM, several times what fp32 rows at full bandwidth need (about 1.5 elements per clock
-# per SM); the cost is registers (two per value). WIDE_FP32 = False gives fp32 arithmetic with
-# correctly rounded division and square root instead (PRECISE), if the GPU run shows spills.
+# (2.4x eager's envelope on a 9-wide row). On an H100 the fp64 pipe does 64 FMA per clock per SM,
+# several times what fp32 rows at full bandwidth need (about 1.5 elements per clock per SM); the
+# cost is registers (two per value). WIDE_FP32 = False gives fp32 arithmetic with correctly rounded
+# division and square root instead (PRECISE), for a GPU where the fp64 kernels spill.
 WIDE_FP32 = True
 _WIDE = (torch.float32, torch.float64) if WIDE_FP32 else (torch.float64,)
 

@@ -61,10 +61,10 @@ class RowLayout(NamedTuple):
     row), ``inner_rows`` is 1 and ``stride_outer`` the row stride: Triton specialises an integer
     argument equal to 1 as a constant, so the compiled kernel multiplies and never divides. The
     division is 64-bit, a routine of ~20 instructions a row on the GPU, run for every row a thread
-    holds (16 in LayerNorm's 16-row tile): it cost the short-row norms more instructions than
-    their arithmetic (the H100's LayerNorm forward at 65536 x 256: 13.6 M instructions executed,
-    torch.compile's 6.0 M). A branch on a runtime flag instead slowed LayerNorm's backward loop
-    at rows of 4096 by 18% (results/2026-11-24-h100-5, call 5).
+    holds (16 in LayerNorm's 16-row tile): it costs the short-row norms more instructions than
+    their arithmetic (with it, LayerNorm's forward at 65536 x 256 executes over twice
+    torch.compile's instructions). A branch on a runtime flag instead slows LayerNorm's backward
+    loop at rows of 4096 (docs/performance.md).
     """
 
     tensor: torch.Tensor
@@ -156,7 +156,7 @@ def row_offset(rows, inner_rows, stride_outer, stride_inner):
 # Each program covers ROWS rows x BLOCK columns. Values are loaded in the compute dtype: fp32, or
 # fp64 with PRECISE (fp32 results), where sums of inputs such as x + bias are then exact: rounding
 # such an argument to fp32 first moves an ill-conditioned activation by ulps of its result (gelu's
-# tail: 2 ulp at z = -2.18, caught on the H100), an error eager pays only where it is unlucky.
+# tail: 2 ulp at z = -2.18), an error eager pays only where it is unlucky.
 
 
 @triton.jit
@@ -165,9 +165,9 @@ def tile(ROWS: tl.constexpr, BLOCK: tl.constexpr, n_rows, n_cols):
 
     Consecutive programs take consecutive column blocks of a row tile, so the programs resident
     at once read and write one stretch of memory. Laid out the other way (row tiles first), they
-    all started on the same column block of rows a row stride apart, and the H100 ran bias-GELU's
-    forward at 8192 x 16384 bf16 6% slower than a same-size copy (0.1924 against 0.1814 ms,
-    results/2026-11-24-h100-8, call 2), whatever the tile.
+    all start on the same column block of rows a row stride apart, and a wide forward (bias-GELU
+    at 8192 x 16384 bf16) runs a few percent slower than a same-size copy, whatever the tile
+    (docs/performance.md).
     """
     pid = tl.program_id(0)
     col_blocks = tl.cdiv(n_cols, BLOCK)
@@ -204,8 +204,8 @@ def across_rows(cols, ROWS: tl.constexpr):
 
     A per-column vector (a weight, a bias) loaded through [1, BLOCK] offsets gets a layout of its
     own from Triton, sized for its BLOCK elements, and where the tile holds several rows Triton
-    converted the whole tile to that layout through shared memory for the product, and back for
-    the store: LayerNorm's forward at 16 rows of 256 bf16 ran 27 barriers a program (sm_90 SASS).
+    converts the whole tile to that layout through shared memory for the product, and back for
+    the store: 27 barriers a program in LayerNorm's forward at 16 rows of 256 bf16 (sm_90 SASS).
     Loaded through the tile's [ROWS, BLOCK] offsets the vector takes the tile's layout; the
     compiler sees the rows repeat, so each thread still loads its columns once."""
     return cols + tl.full([ROWS, 1], 0, tl.int32)
@@ -329,7 +329,7 @@ def scale(e, factor):
     """e * factor rounded once to e's dtype, for fp32 e and an fp64 (or fp32) per-row factor.
 
     A softmax's final scaling multiplies every fp32 element by 1 / sum, with the sum in fp64.
-    Widening each element to fp64 costs two conversions per element, and on the H100 conversions
+    Widening each element to fp64 costs two conversions per element, and on an H100 conversions
     between fp32 and fp64 run at 16 per clock per SM, an eighth of fp32 arithmetic; at 128-wide rows
     that is what limits the kernel. Instead the factor is split once per row into fp32 hi + lo
     (hi + lo = factor to about 2^-48) and the product is ``fma(e, hi, e * lo)``: one rounding of
@@ -351,10 +351,10 @@ def launch_strides(t: torch.Tensor) -> tuple[int, ...]:
     A size-1 dimension may have any stride, and PyTorch often gives it 1 (a (1, 1, 1, 32) tensor
     made by permuting a (32, 1, 1, 1) one has strides (1, 1, 1, 1)). Triton specialises a stride
     of 1 as a constant, and with attention's seq and head_dim strides both 1 Triton 3.6
-    miscompiled its backward: on the H100 (bf16, head_dim 32, seq 1) compute-sanitizer found an
-    out-of-bounds shared-memory read in the kernel, on every run. Only index 0 of a size-1
-    dimension is read, so no address a kernel uses changes. (flash_attention passes its strides
-    through this; the other kernels' launches could too.)
+    miscompiles its backward (bf16, head_dim 32, seq 1: an out-of-bounds shared-memory read, which
+    compute-sanitizer reports on every run). Only index 0 of a size-1 dimension is read, so no
+    address a kernel uses changes. (flash_attention passes its strides through this; the other
+    kernels' launches could too.)
     """
     strides, contiguous = [], 1
     for size, stride in zip(reversed(t.shape), reversed(t.stride())):
@@ -561,27 +561,25 @@ def limits_for_backend(gpu: TileLimits, interpreter: TileLimits) -> TileLimits:
     return interpreter if _SMALL_TILES else gpu
 
 
-# The elementwise kernels' forward tiling for 16-bit rows (add_mul_act, bias_gelu, glu): whole
-# rows up to 1024 columns a block, 2048 elements a program, 32 bytes of input a thread (4 warps).
-# Swept on the H100 in column-block order (results/2026-11-24-h100-8, calls 3 and 5, 100
-# repetitions): exact bias-GELU bf16 at 8192 x 16384 0.1826 ms against 0.1885 with 4096 elements
-# a program (a same-size copy: 0.1816), tanh and SwiGLU level (within 0.3%). fp32 rows take the
-# limits below.
+# The elementwise kernels' forward tilings (add_mul_act, bias_gelu, glu), chosen by
+# benchmarks/tune_rows.py elementwise and elementwise_fp32 on an H100, programs in column-block
+# order (benchmarks/results/2026-11-24-h100-8). 16-bit rows: whole rows up to 1024 columns a
+# block, 2048 elements a program, 32 bytes of input a thread (4 warps). Exact bias-GELU runs at
+# about a same-size copy's time on it and is slower with 4096 elements a program; tanh bias-GELU
+# and SwiGLU are level.
 ELEMENTWISE_GPU_LIMITS = TileLimits(
     max_block=1024, split_block=1024, target_elems=2048, max_rows=64, thread_bytes=32, max_warps=8
 )
-# fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes: the H100
-# sweep ran them fastest with programs of one 1024-wide row and 4 elements a thread (8 warps;
-# results/2026-11-24-h100-8, call 7): at 4096 x 16384, tanh bias-GELU 0.2546 ms against 0.3181
-# with the 16-bit tile; SwiGLU at 4096 x 11008 0.2008 against 0.2208; add_mul_act's relu (only its
-# sum in fp64, no fp64 activation) within 1% at every tile. With the cheaper fp64 arithmetic of
-# results/2026-11-24-h100-10 (call 1) this tile stays the best for tanh and SwiGLU (0.1919 and
-# 0.1820 ms), and for GEGLU (call 2). Exact bias-GELU's fp32 forward, whose value is eager's fp32
-# form (kernels/_activations.py), runs on it at 92-95% of copy bandwidth (results/2026-11-28-h100-19).
+# fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes, and run
+# fastest with programs of one 1024-wide row and 4 elements a thread (8 warps): tanh bias-GELU
+# and SwiGLU a tenth to a fifth faster than on the 16-bit tile, and GEGLU fastest on it too;
+# add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile. Exact
+# bias-GELU's fp32 forward, whose value is eager's fp32 form (kernels/_activations.py), runs on it
+# near copy bandwidth.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
-# Their backward kernels keep the tile they had (4096 elements a program, 8 warps for 16-bit
-# inputs): the grad_bias backwards' programs per SM were swept on it (results/2026-11-24-h100-4);
-# glu's backward, which has no such grid, was not swept.
+# Their backward kernels take 4096 elements a program (8 warps for 16-bit inputs): the grad_bias
+# backwards' programs per SM are tuned on this tile (kernels/_activations.py); glu's backward, which
+# has no such grid, is not swept.
 ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4096)
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's backward: 4 rows of 1024), so

@@ -16,13 +16,13 @@ Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors 
 relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bias`` exactly in
 fp64 and evaluate the tanh form and every slope there: rounding z to fp32 first costs up to ~2 ulp
 of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z),
-which eager on the H100 did not show at that element, so the kernel failed at 2.05x eager's
-envelope. The exact form's fp32 forward value is eager's own fp32 computation instead
+where eager's error at that element can be far smaller (the rounded z alone reaches 2.05x eager's
+envelope there). The exact form's fp32 forward value is eager's own fp32 computation instead
 (``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf): eager's value
-bit for bit on the GPU, at copy bandwidth where the fp64 form was bound by the fp64 lanes. The
-tiling is every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024
-columns, several short rows a program, forward programs in column-block order (``_rows.tile``),
-strided leading dimensions read in place.
+bit for bit on the GPU, near copy bandwidth, where the fp64 form is bound by the fp64 lanes. The
+tiling is every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns,
+several short rows a program, forward programs in column-block order (``_rows.tile``), strided
+leading dimensions read in place.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ it over programs but make the fp32 sum's order, and so its bits, vary from call 
 
 Numerics: the forward copies bits; the backward accumulates in fp64 for fp32 tables (fp32 for
 16-bit ones) and rounds once to the weights' dtype. The long serial sums of a popular
-row need it: on the H100, 251 lookups of one row with a broadcast grad_output summed serially in
-fp32 were off by 28 ulp (0.0017 at -579.9), 8.8x eager's error; fp32 sums are ~500x finer than a
-16-bit table's ulp and stay.
+row need it: 251 lookups of one row with a broadcast grad_output, summed serially in fp32, are 28
+ulp off (0.0017 at -579.9), 8.8x eager's error; fp32 sums are ~500x finer than a 16-bit table's
+ulp and stay.
 """
 
 from __future__ import annotations

@@ -22,11 +22,10 @@ identical.
 
 Numerics: fp16/bf16 products accumulate in fp32 in ``tl.dot`` (far finer than their results).
 fp32 (``WIDE_SUM``) must not sum in fp32 chains: IEEE fp32 ``tl.dot`` is one running FMA sum per
-output, and in one chain the backward's sum over 62 terms was 11 ulp off on the H100 where eager's
-bmm was 3, and the forward's over 251 columns 3.1x eager's error; chains of 16 terms added in fp64
-still reached 4.3x the envelope on the H100 nightly (a dense vector of scale 1e3 against unit
-sparse rows: each rounding of the running sum is many ulps of a result that cancels;
-results/2026-11-24-h100-9, call 1).
+output, and in one chain the backward's sum over 62 terms is 11 ulp off where eager's bmm is 3,
+and the forward's over 251 columns 3.1x eager's error; chains of 16 terms added in fp64 still
+reach 4.3x the envelope (a dense vector of scale 1e3 against unit sparse rows: each rounding of
+the running sum is many ulps of a result that cancels).
 
 The forward computes exact products on the tensor cores (``_matmul.split_gram``): each fp32 value
 is cut into three bf16 pieces that add back to it exactly, and eight products of pieces (all but
@@ -34,21 +33,18 @@ the smallest, below 2^-28 of a product) are summed by the tensor cores, in five 
 cross products come in transposed pairs): the head (the leading pieces' products) of each
 16-column tile (``PARTIAL_TERMS``) from zero, the heads added in fp64, and half the cross
 products, 2^-6 of the size, in one fp32 sum whose transpose adds the other half; one rounding to
-fp32 at the end. On the H100 that forward ran 2.5x (dim 64) and 3.5x (dim 16) faster than
-torch.compile (results/2026-11-24-h100-9, call 1), with errors of 0.3-1.4 eps of the terms' sum
-where eager's bmm had 2.9-3.8 (call 3); the FMA form before it was bound by bank conflicts in the
-FMA dot's shared-memory operands (0.64x compile at dim 64).
+fp32 at the end. Its errors are 0.3-1.4 eps of the terms' sum where eager's bmm has 2.9-3.8, and
+it runs several times faster than torch.compile, where an FMA ``tl.dot`` is bound by bank
+conflicts in its shared-memory operands and slower than compile (docs/performance.md).
 
 The fp32 backward takes the same exact products (``_matmul.split_dot``, eight products of pieces)
 over PARTIAL_TERMS rows of Z at a time: each head from zero, the heads added in fp64, the cross
-products in one fp32 tail. On the H100 it ran 0.1899 / 0.5941 / 1.2226 ms at 65536 x 26 x {16, 64,
-128}, with errors up to 2.75 eps of the terms' sum where eager's bmm had 6.8 (results/
-2026-11-24-h100-9, call 3). The FMA partials before it (``tl.dot`` chains of 16 terms from zero,
-added in fp64) ran 0.1455 / 0.6289 / 1.4934 ms but failed the nightly as above; exact outer
-products summed on the fp64 units were correctly rounded but 4.4x slower at dim 64 (call 2; an
-earlier attempt measured 0.19x torch.compile). Triton 3.6 compiles no fp64 ``tl.dot`` (Triton 3.8
-does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's precision (one rounding, where eager
-rounds twice). Any strides; outputs contiguous.
+products in one fp32 tail, with errors up to 2.75 eps of the terms' sum where eager's bmm has 6.8.
+FMA partials (``tl.dot`` chains of 16 terms from zero, added in fp64) are faster only at dim 16
+and exceed the envelope as above; exact outer products summed on the fp64 units are correctly
+rounded but over four times slower at dim 64 (docs/performance.md). Triton 3.6 compiles no fp64
+``tl.dot`` (Triton 3.8 does). ``ddense`` adds ``grad[:, :dim]`` in the accumulator's precision
+(one rounding, where eager rounds twice). Any strides; outputs contiguous.
 """
 
 from __future__ import annotations
@@ -75,66 +71,61 @@ DTYPES = FLOAT_DTYPES
 # program, so that CPU-sized batches span several programs and a partial block. A row wider than
 # the tile allows is taken BLOCK_D columns at a time (the Gram matrix sums over the chunks, dZ is
 # written chunk by chunk): the whole of a 65 x 257 Z in one tile needs 256 KB of shared memory for
-# tl.dot's operands, over the H100's 227 KB (a GPU nightly case), and 4 samples of a 128 x 128
-# fp32 G + G^T 353 KB (compiled for sm_90 on the CPU, tests/unit/test_dlrm_tiles.py). Under the
-# interpreter the chunk is 16 columns, so CPU cases of dim > 16 take that loop.
-# The column tiles are unrolled (D_TILES, a constexpr): as a runtime loop, even one that ran once,
-# the H100 timed the 16-bit forward 26-28% and forward+backward 40-49% slower than the straight
-# code it replaced (the regression gate's verdicts in results/2026-11-23-h100-4); unrolled, the
-# PTX for sm_90 is the same as that straight code's, instruction for instruction. fp32 loops past
-# GPU_UNROLLED_FP32_TILES (below).
+# tl.dot's operands, over an H100's 227 KB, and 4 samples of a 128 x 128 fp32 G + G^T 353 KB
+# (compiled for sm_90 on the CPU, tests/unit/test_dlrm_tiles.py). Under the interpreter the chunk
+# is 16 columns, so CPU cases of dim > 16 take that loop.
+# The column tiles are unrolled (D_TILES, a constexpr): as a runtime loop, even one that runs once,
+# the 16-bit forward is a quarter slower and forward+backward nearly half (docs/performance.md);
+# unrolled, the PTX for sm_90 is the same as straight-line code's, instruction for instruction.
+# fp32 loops past GPU_UNROLLED_FP32_TILES (below).
 # fp32 takes half that tile (and 8 warps where BLOCK_T > 32; up to 32 rows of Z it has its own
 # swept launch, below): its fp64 accumulators (WIDE_SUM, above) need two registers a value, and
-# 8192-element fp32 tiles at 4 warps already spilled with tl.dot (4 samples x 32 x 64: 220 bytes
-# forward, 1008 backward; that forward ran 4.7x slower on the H100). The benchmark shapes' tiles
-# compile without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's
-# forward takes PARTIAL_TERMS columns a tile (each tile's head is one partial sum) and the backward
+# 8192-element fp32 tiles at 4 warps already spill with tl.dot (4 samples x 32 x 64: 220 bytes
+# forward, 1008 backward; that forward runs 4.7x slower). The benchmark shapes' tiles compile
+# without spills (ptxas -v on the sm_90 PTX, tests/unit/test_dlrm_tiles.py). fp32's forward takes
+# PARTIAL_TERMS columns a tile (each tile's head is one partial sum) and the backward
 # PARTIAL_TERMS rows of Z a split product.
 _GPU_TILE_ELEMS = 8192
 _GPU_TILE_ELEMS_FP32 = 4096
 _GPU_MAX_BLOCK_B = 16
 PARTIAL_TERMS = tl.constexpr(16)
-# The 16-bit forward at up to 32 rows of Z: 2 samples a program at 2 warps. The H100 sweep
-# (benchmarks/tune_dlrm.py; results/2026-11-24-h100-2/call3) had it fastest at 65536 x 26 x
-# {128, 64, 16}: 0.2012 / 0.1127 / 0.0573 ms against 0.2244 / 0.1165 / 0.0623 for the shared tile
-# at 4 warps (77.1% -> 86.0% of copy bandwidth at dim 128), and within 1% of the best at 8192 x 26
-# x 128. The backward keeps the shared tile (not swept).
+# The 16-bit forward at up to 32 rows of Z: 2 samples a program at 2 warps, the fastest tile at
+# 65536 x 26 x {128, 64, 16} (at dim 128, 86% of copy bandwidth where the shared tile at 4 warps
+# reaches 77%) and within 1% of the best at 8192 x 26 x 128 (chosen by benchmarks/tune_dlrm.py on
+# an H100, benchmarks/results/2026-11-24-h100-2). The backward keeps the shared tile (not swept).
 _GPU_FWD16_BLOCK_B = 2
 _GPU_FWD16_WARPS = 2
-# fp32's forward (WIDE_SUM) at up to 32 rows of Z: one sample a program at 1 warp. The split forward
-# (results/2026-11-24-h100-6, calls 1 and 3) at 65536 x 26 x {64, 16}: 0.3624 / 0.1148 ms at 1
-# warp, against 0.4467 / 0.1316 at 2 (a 2-D product of one sample whose second warp repeats part of
-# the first's work) and 0.6071 / 0.1480 for 4 samples at 4 warps; on split_gram (results/
-# 2026-11-24-h100-9, call 1) 0.3296 / 0.1149 at 1 warp, 0.4343 / 0.1422 at 2, 0.5109 / 0.1302 for 2
-# samples at 2 warps.
-# The one-warp tile holds 254 registers a thread (8 warps an SM; ncu, call 2: 5.8 cycles between a
-# warp's instructions), and capping them (ptxas maxnreg 168 or 128) spilled and was no faster.
+# fp32's forward (WIDE_SUM) at up to 32 rows of Z: one sample a program at 1 warp, faster at 65536
+# x 26 x {64, 16} than 2 warps (a 2-D product of one sample whose second warp repeats part of the
+# first's work) and than 2 samples at 2 warps (measured on an H100,
+# benchmarks/results/2026-11-24-h100-9). The one-warp tile holds 254 registers a thread (8 warps
+# an SM; ncu: 5.8 cycles between a warp's instructions), and capping them (ptxas maxnreg 168 or
+# 128) spills and is no faster.
 _GPU_FP32_BLOCK_B = 1
 _GPU_FP32_FORWARD_WARPS = 1
 _INTERPRETER_BLOCK_B = 2
 _INTERPRETER_BLOCK_D = 16
 # fp32's kernels unroll up to this many column tiles and loop over more: each unrolled tile is
 # several tensor-core products and the splits, and compiling for sm_90 took 2.5 s at 4 tiles and
-# 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), which stopped the H100 nightly's
-# shards while they compiled (results/2026-11-24-h100-6, call 1). The benchmark shapes (dim 16
-# and 64) stay unrolled. Under the interpreter the loop starts at 3 tiles (dim 33 and up), so CPU
-# runs take it.
+# 31 s at 17 (dim 260, TF32 pieces; Triton 3.8 on the CPU), long enough to stall a GPU test run
+# while it compiles. The benchmark shapes (dim 16 and 64) stay unrolled. Under the interpreter the
+# loop starts at 3 tiles (dim 33 and up), so CPU runs take it.
 GPU_UNROLLED_FP32_TILES = 4
 UNROLLED_FP32_TILES = 2 if _rows._SMALL_TILES else GPU_UNROLLED_FP32_TILES
 # fp32's backward unrolls its tiles of PARTIAL_TERMS rows of Z up to 32 rows (the benchmark shapes)
 # and loops over more, for its compile time as above; under the interpreter it loops past 16 rows.
 GPU_UNROLLED_FP32_K_TILES = 2
 UNROLLED_FP32_K_TILES = 1 if _rows._SMALL_TILES else GPU_UNROLLED_FP32_K_TILES
-# The piece type of fp32's split products (both kernels): with bf16 pieces the forward took 22-28%
-# less time than with TF32's (8 products 16 deep an instruction against 6 of 8;
-# results/2026-11-24-h100-6, call 2), at a lower error.
+# The piece type of fp32's split products (both kernels): with bf16 pieces the forward takes 22-28%
+# less time than with TF32's (8 products 16 deep an instruction against 6 of 8), at a lower error
+# (measured on an H100, benchmarks/results/2026-11-24-h100-6).
 _PIECE = tl.constexpr("bf16")
 
 
 # fp32's backward (WIDE_SUM) at up to 32 rows of Z: one sample a program, at 2 warps up to 32
-# columns and 4 past. The H100 sweep (benchmarks/tune_dlrm.py; results/2026-11-24-h100-9, call 3)
-# at 65536 x 26 x {16, 64, 128}: 2 warps 0.1899 / 0.7845 / 1.2271 ms, 4 warps 0.3158 / 0.5941 /
-# 1.2226, 1 warp 0.1945 / 0.7482 / 3.2009, 2 samples at 2 warps 0.2006 / 0.7413 / 3.2094.
+# columns and 4 past: at 65536 x 26 x {16, 64, 128}, 2 warps are the fastest at dim 16 and 4 at dim
+# 64 and 128 (within 0.4% of 2 at 128), ahead of 1 warp and of 2 samples at 2 warps (measured on
+# an H100, benchmarks/results/2026-11-24-h100-9).
 _GPU_FP32_BACKWARD_WARPS = 2
 _GPU_FP32_BACKWARD_WIDE_WARPS = 4
 

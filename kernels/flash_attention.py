@@ -22,16 +22,16 @@ roundings over l: a random walk in most rows, but in a near-uniform row every pr
 under 1 and they all round alike (e up to 2^-9 in bf16). A forward that records a graph therefore
 also sums the probabilities as rounded (w), and the fp32 output it saves for the backward's D
 (below) is ``acc / w``, the average of v under exactly the weights it was summed with: with
-``acc / l`` there, D moved by ``e * rowsum(dO * O)``, which no longer cancels against dP in
-``dS = P * (dP - D)`` where v's rows are alike, and the H100 nightly found dQ at 4.73x its envelope
-(bf16, seq 509, small keys, v broadcast along the sequence; ``tests/unit/test_attention_weights.py``).
-The second sum costs that forward a row reduction per key block: in every forward it cost the
-H100 4-29% of an inference forward's time (results/2026-11-25-h100-13, call 6), so the inference
-forward, which needs no D, keeps the one sum; forward+backward pays 2.5-4.5% (call 7). The key loop
-has two stages so that the common blocks carry no masks: blocks known to be fully visible run
-without any ``where``; only the last partial block (non-causal) or the diagonal blocks (causal) are
-masked. A causal program stops at its diagonal (blocks above it are never loaded), and causal
-programs start with the heaviest query blocks so the last wave is short.
+``acc / l`` there, D would move by ``e * rowsum(dO * O)``, which no longer cancels against dP in
+``dS = P * (dP - D)`` where v's rows are alike: dQ would reach 4.73x its envelope (bf16, seq 509,
+small keys, v broadcast along the sequence; ``tests/unit/test_attention_weights.py``). The second
+sum costs that forward a row reduction per key block, up to 29% of an inference forward's time,
+so the inference forward, which needs no D, keeps the one sum; forward+backward pays a few
+percent (docs/performance.md). The key loop has two stages so that the common blocks carry no
+masks: blocks known to be fully visible run without any ``where``; only the last partial block
+(non-causal) or the diagonal blocks (causal) are masked. A causal program stops at its diagonal
+(blocks above it are never loaded), and causal programs start with the heaviest query blocks so
+the last wave is short.
 
 Backward (deterministic, no atomics), FlashAttention-2's scheme:
  1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32), with O
@@ -39,10 +39,10 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     what the stored output lacks of it (``acc / w - out``, in the input dtype: the stored
     output's rounding and, in a near-uniform row, up to 2^-9 of O more; together they carry O to
     about twice the dtype's precision). FlashAttention-2 takes D from the stored output, and that
-    rounding moves D, and with it every element of a row of dQ along ``(P K)_i``: the H100 nightly
-    found that error at 4.07x eager's envelope (fp16, v of mixed row scales, where an ulp of O is
-    16). The residual costs one more output-sized write in a forward that records a graph, one
-    more read in the backward, and one output-sized tensor of saved memory;
+    rounding moves D, and with it every element of a row of dQ along ``(P K)_i``: up to 4.07x
+    eager's envelope (fp16, v of mixed row scales, where an ulp of O is 16). The residual costs
+    one more output-sized write in a forward that records a graph, one more read in the backward,
+    and one output-sized tensor of saved memory;
  2. one launch whose program ``(i, batch x head)`` (grouped k and v: below) does two independent jobs: it accumulates
     dK and dV for key block i by looping over the query blocks that see it (recomputing
     ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
@@ -56,10 +56,9 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     fp32 accumulator, the dQ loop running once per head. With the whole group in one program dK
     and dV are stored as they are; with several chunks each stores its fp32 partial sum and a
     torch sum over the chunks (fixed order, no atomics) adds them, rounding once. The split keeps
-    multi-query attention's parallelism: on the H100 (bf16, 32 q heads, 1 k/v head, seq 4096,
-    head_dim 128, causal; the backward tiles before results/2026-11-28-h100-20) forward+backward
-    took 5.83 ms with the whole group per program, 2.06 ms in chunks of 4, against 2.13 ms for the
-    same attention with k and v repeated to 32 heads.
+    multi-query attention's parallelism: with 32 q heads on one k/v head, forward+backward with the
+    whole group in one program takes nearly three times as long as in chunks of 4, which are as
+    fast as k and v repeated to 32 heads (docs/performance.md).
 Query rows past the end of the sequence are loaded as zeros with maximum +inf, which makes
 their P exactly 0, so the dK/dV loop needs no masks except the causal ones; the dQ loop masks the
 keys past the end in its last block (as the forward does).
@@ -124,13 +123,13 @@ class BwdConfig(NamedTuple):
     num_stages: int
 
 
-# GPU (H100) choices by head_dim, by measurement (benchmarks/results/2026-11-28-h100-20). Forward:
-# 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32 accumulator (128 x 128) at 64 registers per
-# thread. Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the
-# loop, so block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4
-# warps); there (64, 64, 64, 64, 4, 2) took the backward 10-21% under (32, 64, 64, 32, 4, 3) (seq
-# 4096). At head_dim 64, 3 stages against 4: 0.4% faster non-causal, 5.7% causal; head_dim 16 and
-# 32 take head_dim 64's tiles, not measured on their own.
+# GPU choices by head_dim, chosen by measurement on an H100 (benchmarks/results/2026-11-28-h100-20).
+# Forward: 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32 accumulator (128 x 128) at 64
+# registers per thread. Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles
+# held across the loop, so block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per
+# thread with 4 warps); there (64, 64, 64, 64, 4, 2) takes the backward 10-21% less time than
+# (32, 64, 64, 32, 4, 3) at seq 4096. At head_dim 64, 3 stages are faster than 4 (level
+# non-causal, 6% causal); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
 _GPU_FWD = {
     16: FwdConfig(128, 64, 4, 4),
     32: FwdConfig(128, 64, 4, 4),
@@ -491,11 +490,10 @@ def _launch_strides(*tensors: torch.Tensor) -> tuple[int, ...]:
 
 def _unit_inner(t: torch.Tensor) -> torch.Tensor:
     """``t`` itself when its head_dim stride is 1, else a contiguous copy (as sdpa makes). The
-    kernels would take any stride, but Triton 3.6 compiled the backward for head_dim strides of 0
-    (a broadcast q, k and grad) into an out-of-bounds shared-memory read: an illegal access in an
-    H100 nightly run, which compute-sanitizer's memcheck reproduces on that case with the operands
-    as given and not with them copied (results/2026-11-24-h100-2, calls 2 and 4). A unit inner
-    stride is also what vectorised loads need."""
+    kernels would take any stride, but Triton 3.6 compiles the backward for head_dim strides of 0
+    (a broadcast q, k and grad) into an out-of-bounds shared-memory read: an illegal access, which
+    compute-sanitizer's memcheck shows on that case with the operands as given and not with them
+    copied. A unit inner stride is also what vectorised loads need."""
     return t if t.stride(-1) == 1 else t.contiguous()
 
 

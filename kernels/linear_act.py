@@ -26,7 +26,7 @@ add_mul_act; bitwise reproducible), and two cuBLAS matmuls for ``grad_x = grad_z
 ``grad_weight = grad_z^T @ x``.
 
 **Tiles.** Fixed configurations, no autotuning (reproducible, no tuning runs inside
-benchmarks), measured on the H100 (``benchmarks/tune_matmul.py``). Where x and weight are
+benchmarks), measured on an H100 (``benchmarks/tune_matmul.py``). Where x and weight are
 K-contiguous with 16-byte aligned rows (the usual layouts) the tiles are loaded through TMA
 descriptors, which zero-fill past the edges and drop stores past them: for products of at least
 1024 x 1024, 128 x 256 x 64 tiles, 3 pipeline stages, the epilogue run on the tile's two column
@@ -77,18 +77,17 @@ _GPU_CONFIGS = (
     ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
     ((0, 0), MatmulConfig(64, 64, 64, 8, 4, 4)),
 )
-# linear_act's forward, by the way its tiles are loaded. Through TMA descriptors (x and weight
-# K-contiguous with 16-byte aligned rows, the usual case) large products take 128 x 256 tiles, the
-# epilogue split in column halves, in a persistent launch (a program per SM walks the tiles, the
-# next tile's loads overlapping this one's epilogue): fastest of the H100 sweeps
-# (benchmarks/tune_matmul.py, results/2026-11-24-h100-4/calls 3-4) at four of the five benchmark
-# shapes, 713-762 TFLOP/s and 1.07-1.12x torch.compile's cuBLAS plus fused activation without z
-# saved; the fifth (K = 768) was 5% behind its best there, 128 x 128 persistent, and 1.28x
-# compile. The same tiles launched one program per tile ran 0.97-1.10x compile, the pointer
-# kernel's best 0.88-0.99x. With pointers, the epilogue holds the whole fp32 tile in registers: a
-# 128 x 256 tile of exact gelu spilled 1376 bytes when z is saved for the backward (a training
-# step's forward 2.4x slower at 16384 x 3072 x 768, call 2), and 256 x 128 spilled too, so the
-# pointer path takes 128 x 128 tiles at 4 stages, which spill for no activation.
+# linear_act's forward, by the way its tiles are loaded, chosen by benchmarks/tune_matmul.py on an
+# H100 (benchmarks/results/2026-11-24-h100-4). Through TMA descriptors (x and weight K-contiguous
+# with 16-byte aligned rows, the usual case) large products take 128 x 256 tiles, the epilogue
+# split in column halves, in a persistent launch (a program per SM walks the tiles, the next
+# tile's loads overlapping this one's epilogue): the fastest tiles at four of the five benchmark
+# shapes, and faster than torch.compile's cuBLAS plus fused activation at all five (at the fifth,
+# K = 768, a little behind 128 x 128 persistent). The same tiles launched one program per tile are
+# only level with compile, and the pointer kernel's best is slower than it. With pointers, the
+# epilogue holds the whole fp32 tile in registers: a 128 x 256 tile of exact gelu spills when z is
+# saved for the backward (a training step's forward runs over twice as long), and 256 x 128
+# spills too, so the pointer path takes 128 x 128 tiles at 4 stages, which spill for no activation.
 _TMA_CONFIGS = (
     ((1024, 1024), MatmulConfig(128, 256, 64, 8, 8, 3, split_n=True, persistent=True)),
     ((128, 128), MatmulConfig(128, 128, 64, 8, 8, 4)),
@@ -123,11 +122,11 @@ def matmul_config(m: int, n: int) -> MatmulConfig:
 
 
 # Through TMA, products too small to give the 128 x 256 tiles three waves over the SMs take smaller
-# tiles: on the H200 of benchmarks/results/2026-11-27-h100-17 (tune_matmul.py --mid) 128 x 128
-# tiles, the epilogue split, 3 stages, ran 2048 x 4096 x 1024 in 38.9 us where 128 x 256 took 51.5,
-# 4096 x 1024 x 4096 in 53.4 (64.0), 4096 x 2048 x 2048 in 60.0 (70.6), and 1024 x 4096 x 4096 5%
-# slower (55.1, 52.3; tied when z is saved). Where even 128 x 128 tiles fill at most one wave,
-# 64 x 128 at 4 warps: 2048 x 1024 x 1024 in 14.7 us (31.7; cuBLAS plus Inductor's gelu 19.2).
+# tiles, chosen by benchmarks/tune_matmul.py --mid on an H200 (benchmarks/results/2026-11-27-h100-17):
+# 128 x 128 tiles, the epilogue split, 3 stages, take 15-25% less time than 128 x 256 at three of
+# the four mid-size shapes and 5% more at the fourth (1024 x 4096 x 4096; tied when z is saved).
+# Where even 128 x 128 tiles fill at most one wave, 64 x 128 at 4 warps: under half the time of
+# 128 x 256, and faster than cuBLAS plus Inductor's gelu.
 _MID_TMA = MatmulConfig(128, 128, 64, 8, 8, 3, split_n=True)
 _SMALL_TMA = MatmulConfig(64, 128, 64, 8, 4, 4)
 _MID_WAVES = 3

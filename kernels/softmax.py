@@ -46,12 +46,12 @@ from kernels._validate import FLOAT_DTYPES, check_tensor
 OP = "softmax"
 DTYPES = FLOAT_DTYPES + (torch.float64,)
 
-# GPU tiling, from the H100 sweep (benchmarks/tune_rows.py; results/2026-11-23-h100-4/tune). The
-# forward holds rows of up to 32768 elements in registers (a 32K fp32 row: 0.41 ms in one pass
-# against 0.52 ms streamed twice); fp64 rows stop at half that (_BLOCK_BYTES). The backward holds
-# two arrays a row, so it splits past 16384 (a 32K single block spilled: 6.0 ms against 0.71 ms),
-# and wants more threads per row (16 bytes a thread). Short rows: 1024 elements a program (128-wide
-# fp32 rows: 0.0174 ms against 0.0180 ms at 2048).
+# GPU tiling, chosen by benchmarks/tune_rows.py softmax on an H100 (benchmarks/results/2026-11-23-h100-4).
+# The forward holds rows of up to 32768 elements in registers (a 32K fp32 row takes a fifth less
+# time in one pass than streamed twice); fp64 rows stop at half that (_BLOCK_BYTES). The backward
+# holds two arrays a row, so it splits past 16384 (a 32K single block spills and runs eight times
+# slower), and wants more threads per row (16 bytes a thread). Short rows: 1024 elements a program
+# (128-wide fp32 rows: slightly faster than 2048).
 _GPU_FWD = _rows.TileLimits(
     max_block=32768, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=32, max_warps=32
 )
@@ -107,8 +107,8 @@ def _reciprocal(total, PRECISE: tl.constexpr):
     """1 / a row's sum: of exponentials in the forward, in [1, n] (the maximum's own term is 1),
     and of y in the backward, about 1. fp32 results take ``_rows.reciprocal_moderate`` (a refined
     hardware seed, ~1e-15, far finer than what they round to, without IEEE division's slow-path
-    call; sm_90 SASS of the 32K-row forward: 28.25 -> 25.25 instructions an element); fp64 results,
-    and an fp32 sum (tune_rows.py's diagnostic of fp32 sums), divide."""
+    call; sm_90 SASS of the 32K-row forward: 25.25 instructions an element, 28.25 with the
+    division); fp64 results, and an fp32 sum (tune_rows.py's diagnostic of fp32 sums), divide."""
     if PRECISE and total.dtype == tl.float64:
         return _rows.reciprocal_moderate(total, True)
     else:
