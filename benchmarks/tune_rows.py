@@ -10,7 +10,9 @@ grid with grad_bias is ``elementwise_backward``); and time what softmax's fp32 n
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
 small tensor cannot reach the large-copy bandwidth the roofline is measured at). Candidates that
-give the same launch are timed once. A target may also vary module attributes beside the limits
+give the same launch are timed once. A candidate is passed into the kernels through their
+module's tuning (``kernels/_tuning.py``: ``TUNING.replaced(...)`` around each timed call), never by
+rebinding module globals. A target may also vary other tuning entries beside the limits
 (``Target.knobs``: backward programs per SM, the norms' prefetch). For fp32 softmax shapes the production
 numerics (fp64 row sums, accurate exp) are also timed against fp32 sums and against the native
 exp, and fp32 dropout-add-LayerNorm's forward against fp32 arithmetic, at the production tiling,
@@ -42,7 +44,7 @@ import triton.language as tl
 import kernels._norm as norm
 import kernels._norm_tiling as tiling
 from harness.bench.timing import TimingPlan, median, time_interleaved
-from kernels import _activations, _launch, _rows, add_mul_act, bias_gelu, glu, linear_act, softmax
+from kernels import _rows, _tuning, add_mul_act, bias_gelu, glu, linear_act, softmax
 from kernels.layer_norm import layer_norm
 from kernels.rms_norm import rms_norm
 
@@ -63,78 +65,30 @@ class Op(NamedTuple):
 
 
 class Target(NamedTuple):
-    """One kernel family: where its GPU limits live and which grid of them to sweep."""
+    """One kernel family: the tuning it varies (``kernels/_tuning.py``) and which grid of it to
+    sweep. A candidate is passed in with ``tuning.replaced(...)`` around each timed call: its
+    ``TileLimits`` into the entries ``sets`` (from the grid's limit fields over the production
+    ``limits`` entry), its knobs into their own entries, with ``fixed`` entries beside them."""
 
-    get: Callable[[], _rows.TileLimits]  # the production limits (the grid varies these)
-    put: Callable[[_rows.TileLimits], None]
-    clear: Callable[[], None]
+    tuning: _tuning.Tuning
+    limits: str  # the entry whose production TileLimits the grid's limit fields vary
     grid: dict[str, tuple]
     ops: tuple[Op, ...]
-    # returns what puts the module's production limits back; by default, put(get()) as it was
-    save: Callable[[], Callable[[], None]] | None = None
-    # grid names that are module attributes rather than TileLimits fields: name -> (module, attribute)
-    knobs: Mapping[str, tuple[object, str]] = MappingProxyType({})
+    sets: tuple[str, ...] = ()  # the entries a candidate's limits go to (none: a sweep of knobs alone)
+    # grid names that are tuning entries of their own rather than TileLimits fields: name -> entry
+    knobs: Mapping[str, str] = MappingProxyType({})
+    # entries held while sweeping: the norms' per-shape overrides off, so each candidate is timed as given
+    fixed: Mapping[str, object] = MappingProxyType({})
 
+    def get(self) -> _rows.TileLimits:
+        """The production limits the grid varies."""
+        return self.tuning.defaults[self.limits]
 
-def _set_softmax(limits):
-    """Both softmax passes take the candidate (each is timed; the choice is made per pass)."""
-    softmax._GPU_FWD = softmax._GPU_BWD = limits
-
-
-def _snapshot(*places: tuple[object, str]) -> Callable[[], None]:
-    """What puts these module attributes back as they are now (a target's ``save``)."""
-    values = [(module, name, getattr(module, name)) for module, name in places]
-
-    def restore():
-        for module, name, value in values:
-            setattr(module, name, value)
-    return restore
-
-
-def _save_softmax():
-    return _snapshot((softmax, "_GPU_FWD"), (softmax, "_GPU_BWD"))
-
-
-def _set_norm(limits):
-    """The candidate as given: the norms' per-shape overrides are off while sweeping."""
-    tiling._GPU_FWD, tiling.OVERRIDES = limits, False
-
-
-def _save_norm():
-    return _snapshot((tiling, "_GPU_FWD"), (tiling, "OVERRIDES"))
-
-
-def _set_dropout_norm_forward(limits):
-    """dropout-add-norm's forward has its own limits (the overrides stay on: they apply them)."""
-    tiling._GPU_FWD_DROPOUT = limits
-
-
-def _save_dropout_norm_forward():
-    return _snapshot((tiling, "_GPU_FWD_DROPOUT"))
-
-
-def _set_norm_backward(limits):
-    tiling._GPU_BWD, tiling.OVERRIDES = limits, False
-
-
-def _save_norm_backward():
-    return _snapshot((tiling, "_GPU_BWD"), (tiling, "OVERRIDES"))
-
-
-def _set_norm_columns(limits):
-    tiling._GPU_BWD_COLUMNS = limits
-
-
-def _save_norm_columns():
-    return _snapshot((tiling, "_GPU_BWD_COLUMNS"))
-
-
-def _set_elementwise(limits):
-    _rows.ELEMENTWISE_GPU_LIMITS = limits
-
-
-def _set_elementwise_fp32(limits):
-    _rows.ELEMENTWISE_PRECISE_GPU_LIMITS = limits
+    def replaced(self, candidate: Candidate):
+        """The candidate in place, for the length of a with-block."""
+        entries = {**self.fixed, **{self.knobs[name]: value for name, value in candidate.knobs.items()}}
+        entries.update({entry: candidate.limits for entry in self.sets})
+        return self.tuning.replaced(**entries)
 
 
 def _with_vectors(count):
@@ -268,122 +222,111 @@ def _dropout_norm_forward_op(rows, cols, dtype):
 
 def _fp32_arithmetic(kernel: Callable[[], object]) -> object:
     """Run ``kernel`` with the norms' fp32 rows computed in fp32 (a diagnostic variant)."""
-    wide = tiling._WIDE
-    tiling._WIDE = (torch.float64,)
-    try:
+    with tiling.TUNING.replaced(wide_fp32=False):
         return kernel()
-    finally:
-        tiling._WIDE = wide
-
-
-def _forget_softmax() -> None:
-    """Drop what softmax's calls were planned from (tiles, then the per-signature plans)."""
-    softmax._config.cache_clear()
-    _launch.forget_plans()
-
-
-def _forget_norm() -> None:
-    tiling._tile.cache_clear()
-    _launch.forget_plans()
 
 
 _NORM_SHAPES = ((8192, 4096, torch.bfloat16), (16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                 (2048, 8192, torch.bfloat16), (1024, 16384, torch.bfloat16))
 
+# The norms' shared limits are timed as given: their measured per-shape exceptions off.
+_NORM_FORWARD = {"sets": ("forward",), "fixed": {"overrides": False}}
+_NORM_BACKWARD = {"sets": ("backward",), "fixed": {"overrides": False}}
+
 TARGETS = {
     "softmax": Target(
-        lambda: softmax._GPU_FWD, _set_softmax, _forget_softmax,
+        softmax.TUNING, "forward",
         # max_block 32768: a 32K-element row held in registers instead of two passes
         {**_ROWS_GRID, "max_block": (16384, 32768)},
         tuple(_softmax_op(*s) for s in ((8192, 1024, torch.float16), (4096, 8192, torch.bfloat16),
                                          (32768, 128, torch.float32), (4096, 32768, torch.float32),
                                          (16384, 4096, torch.float16))),
-        save=_save_softmax),
-    "layer_norm": Target(lambda: tiling._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
-                         tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
-    "rms_norm": Target(lambda: tiling._GPU_FWD, _set_norm, _forget_norm, _ROWS_GRID,
-                       tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES), save=_save_norm),
+        sets=("forward", "backward")),
+    "layer_norm": Target(tiling.TUNING, "forward", _ROWS_GRID, tuple(_norm_op("layer_norm", *s) for s in _NORM_SHAPES),
+                         **_NORM_FORWARD),
+    "rms_norm": Target(tiling.TUNING, "forward", _ROWS_GRID, tuple(_norm_op("rms_norm", *s) for s in _NORM_SHAPES),
+                       **_NORM_FORWARD),
     # both norms' forward on the short rows where compile stays ahead, once the row offsets stopped
     # dividing (results/2026-11-24-h100-5): how many rows a program takes, and in how many threads
     "norm_forward_short": Target(
-        lambda: tiling._GPU_FWD, _set_norm, _forget_norm,
+        tiling.TUNING, "forward",
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((65536, 256, torch.bfloat16), (32768, 512, torch.bfloat16), (16384, 1024, torch.bfloat16))),
-        save=_save_norm),
+        **_NORM_FORWARD),
     # LayerNorm's forward on rows of 16384: one block in registers, or streamed twice in blocks
     "layer_norm_wide": Target(
-        lambda: tiling._GPU_FWD, _set_norm, _forget_norm,
+        tiling.TUNING, "forward",
         {"max_block": (8192, 16384), "split_block": (2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         tuple(_norm_op("layer_norm", *s) for s in ((1024, 16384, torch.bfloat16), (2048, 16384, torch.float16))),
-        save=_save_norm),
+        **_NORM_FORWARD),
     # the backward of both norms for rows within one block (wider rows: norm_backward_columns); the
     # norm shapes and the short-row ones that trail compile
     "norm_backward": Target(
-        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
+        tiling.TUNING, "backward",
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64), "max_rows": (4, 16)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in (*_NORM_SHAPES, (32768, 512, torch.bfloat16)) if s[1] <= tiling._GPU_BWD.max_block),
-        save=_save_norm_backward),
+        **_NORM_BACKWARD),
     # dropout-add-LayerNorm's backward (the same kernel with DROPOUT): issue 4's fp32 case and bf16
     "dropout_norm_backward": Target(
-        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
+        tiling.TUNING, "backward",
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                       (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16))),
-        save=_save_norm_backward),
+        **_NORM_BACKWARD),
     # the norms' backward grid for rows within one block: programs per SM (each walks its group of
     # row tiles and writes one partial row) and whether it loads its next tile ahead, both forced,
     # at the production tiles (the tile overrides stay on; the recorded tile is the shared limits')
     "norm_backward_groups": Target(
-        lambda: tiling._GPU_BWD, lambda limits: None, _forget_norm,
+        tiling.TUNING, "backward",
         {"programs_per_sm": (2, 4), "prefetch": (False, True)},
         (*(_dropout_norm_backward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16))),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                          (32768, 512, torch.bfloat16), (8192, 4096, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16),
                                                        (32768, 512, torch.bfloat16)))),
-        knobs={"programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM"), "prefetch": (tiling, "BWD_PREFETCH")}),
+        knobs={"programs_per_sm": "backward_programs_per_sm", "prefetch": "prefetch"}),
     # rows wider than one block (the row-sums kernel, then the column kernel), for the three ops:
     # the column block, the rows a tile and the threads, and programs per SM
     "norm_backward_columns": Target(
-        lambda: tiling._GPU_BWD_COLUMNS, _set_norm_columns, _forget_norm,
+        tiling.TUNING, "backward_columns",
         {"split_block": (1024, 2048), "target_elems": (1024, 2048), "thread_bytes": (32, 64),
          "programs_per_sm": (4, 8, 16)},
         (_norm_backward_op("layer_norm", 1024, 16384, torch.bfloat16),
          _norm_backward_op("rms_norm", 1024, 16384, torch.bfloat16),
          _dropout_norm_backward_op(1024, 16384, torch.bfloat16)),
-        save=_save_norm_columns, knobs={"programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM")}),
+        sets=("backward_columns",), knobs={"programs_per_sm": "backward_programs_per_sm"}),
     # rows of 2048 to 8192, within one block, in column blocks instead (the column kernels' tile).
     # The JSON records each candidate's tile from _GPU_BWD_COLUMNS as given, a single block at these
     # widths: a columns_from 2048 candidate launches that limits' split_block columns instead.
     "norm_backward_columns_from": Target(
-        lambda: tiling._GPU_BWD_COLUMNS, lambda limits: None, _forget_norm,
+        tiling.TUNING, "backward_columns",
         {"columns_from": (None, 2048), "programs_per_sm": (None, 4)},
         tuple(_norm_backward_op(kind, *s) for kind in ("layer_norm", "rms_norm")
               for s in ((2048, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16), (8192, 2048, torch.bfloat16))),
-        knobs={"columns_from": (tiling, "BWD_COLUMNS_FROM"), "programs_per_sm": (tiling, "BWD_PROGRAMS_PER_SM")}),
+        knobs={"columns_from": "columns_from", "programs_per_sm": "backward_programs_per_sm"}),
     # smaller backward tiles with the next tile loaded ahead (it holds two tiles' inputs), at the shapes
     # where the backward trails compile and issue 4's fp32 dropout case
     "norm_backward_prefetch": Target(
-        lambda: tiling._GPU_BWD, _set_norm_backward, _forget_norm,
+        tiling.TUNING, "backward",
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (16, 32, 64), "prefetch": (True,)},
         (_dropout_norm_backward_op(8192, 1024, torch.float32),
          *(_norm_backward_op("layer_norm", *s) for s in ((16384, 1024, torch.float16), (65536, 256, torch.bfloat16))),
          *(_norm_backward_op("rms_norm", *s) for s in ((16384, 1024, torch.float16), (32768, 512, torch.bfloat16)))),
-        save=_save_norm_backward, knobs={"prefetch": (tiling, "BWD_PREFETCH")}),
+        **_NORM_BACKWARD, knobs={"prefetch": "prefetch"}),
     # dropout-add-LayerNorm's forward: issue 4's fp32 case and the bf16 shapes of the backward sweep
     "dropout_norm_forward": Target(
-        lambda: tiling._GPU_FWD_DROPOUT, _set_dropout_norm_forward, _forget_norm,
+        tiling.TUNING, "dropout_forward",
         {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64, 128), "max_rows": (4, 16)},
         tuple(_dropout_norm_forward_op(*s) for s in ((8192, 1024, torch.float32), (16384, 1024, torch.bfloat16),
                                                      (8192, 4096, torch.bfloat16), (65536, 256, torch.bfloat16),
                                                      (32768, 512, torch.bfloat16))),
-        save=_save_dropout_norm_forward),
+        sets=("dropout_forward",)),
     # the activation kernels' backward with grad_bias (bias_gelu, add_mul_act, linear_act's grad_z
     # pass): programs per SM, each walking its group of row tiles and writing one partial row
     "elementwise_backward": Target(
-        lambda: _rows.ELEMENTWISE_BACKWARD_GPU_LIMITS, lambda limits: None, _launch.forget_plans,
+        _rows.ELEMENTWISE, "backward",
         {"programs_per_sm": (None, 2, 3, 4, 8, 16)},  # None: as many as an SM holds (production)
         (_bias_gelu_backward_op("tanh", 8192, 16384, torch.bfloat16),
          _bias_gelu_backward_op("tanh", 16384, 4096, torch.float16),
@@ -392,27 +335,29 @@ TARGETS = {
          _add_mul_act_backward_op("gelu_tanh", 8192, 16384, torch.bfloat16),
          _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
-        knobs={"programs_per_sm": (_activations, "GPU_PROGRAMS_PER_SM")}),
+        knobs={"programs_per_sm": "backward_programs_per_sm"}),
     # the 16-bit forward tiling: bias-GELU both forms and SwiGLU
     "elementwise": Target(
-        lambda: _rows.ELEMENTWISE_GPU_LIMITS, _set_elementwise, _launch.forget_plans,
+        _rows.ELEMENTWISE, "forward",
         {"max_block": (1024, 2048, 4096), "target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
         (_bias_gelu_op("tanh", 8192, 16384, torch.bfloat16), _bias_gelu_op("none", 8192, 16384, torch.bfloat16),
-         _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16))),
+         _bias_gelu_op("none", 16384, 3072, torch.float16), _glu_op("silu", 8192, 11008, torch.bfloat16)),
+        sets=("forward",)),
     # the fp32 forward tiling (activations in fp64, but exact gelu's value), and the add_mul_act
     # fp32 peer shapes (relu, only the sum in fp64: 96-101% of copy bandwidth, must not regress)
     "elementwise_fp32": Target(
-        lambda: _rows.ELEMENTWISE_PRECISE_GPU_LIMITS, _set_elementwise_fp32, _launch.forget_plans,
+        _rows.ELEMENTWISE, "fp32_forward",
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
         (_bias_gelu_op("none", 4096, 16384, torch.float32), _bias_gelu_op("tanh", 4096, 16384, torch.float32),
          _glu_op("silu", 4096, 11008, torch.float32), _glu_op("gelu", 4096, 11008, torch.float32),
-         _add_mul_relu_op(65536, 512, torch.float32), _add_mul_relu_op(262144, 1024, torch.float32))),
+         _add_mul_relu_op(65536, 512, torch.float32), _add_mul_relu_op(262144, 1024, torch.float32)),
+        sets=("fp32_forward",)),
 }
 
 
 class Candidate(NamedTuple):
     limits: _rows.TileLimits
-    knobs: dict[str, object]  # the target's module knobs (Target.knobs) for this candidate
+    knobs: dict[str, object]  # the values of the target's knobs (Target.knobs) for this candidate
 
 
 def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, Candidate]:
@@ -436,10 +381,6 @@ def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, Candidate
     return out
 
 
-def _save_knobs(target: Target) -> Callable[[], None]:
-    return _snapshot(*target.knobs.values())
-
-
 def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     """fp32 softmax only: the production launch with cheaper numerics (diagnostics, not choices)."""
     if x.dtype != torch.float32:
@@ -460,18 +401,15 @@ def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
 
 def _kernel_call(target: Target, candidate: Candidate, kernel: Callable, args: list[tuple]):
     def call(i):
-        target.put(candidate.limits)
-        for name, value in candidate.knobs.items():
-            setattr(*target.knobs[name], value)
-        target.clear()
-        return kernel(*args[i])
+        with target.replaced(candidate):
+            return kernel(*args[i])
     return call
 
 
 def _fp32_diagnostic(target: Target, op: Op, base: _rows.TileLimits, args: list[tuple]) -> Callable[[int], object]:
     """The op's first pass with fp32 arithmetic, at the production launch (``base`` and the knobs'
-    current values): every timed call sets its own launch, so the diagnostic must set its own too."""
-    production = Candidate(base, {name: getattr(*where) for name, where in target.knobs.items()})
+    measured values): every timed call passes its own launch in, so the diagnostic passes its own too."""
+    production = Candidate(base, {name: target.tuning.defaults[entry] for name, entry in target.knobs.items()})
     first = next(iter(op.passes.values()))
     return _kernel_call(target, production, lambda *a: _fp32_arithmetic(lambda: first(*a)), args)
 
@@ -481,12 +419,6 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
     device = torch.device("cuda", 0)
     torch._dynamo.reset()
     base = target.get()
-    restore_limits = target.save() if target.save else (lambda: target.put(base))
-    restore_knobs = _save_knobs(target)
-
-    def restore():
-        restore_limits()
-        restore_knobs()
     args = [op.inputs(torch.randn(op.rows, op.cols, device=device, dtype=op.dtype)) for _ in range(plan.input_sets)]
     outs = [torch.empty_like(a[0]) for a in args]
     compiled = torch.compile(op.reference, dynamic=False)
@@ -502,11 +434,7 @@ def tune_op(target: Target, op: Op, plan: TimingPlan) -> dict:
         calls[f"diag_{name}"] = lambda i, name=name: diagnostics[i][name]()
     if op.label.startswith("dropout_add_layer_norm forward") and op.dtype == torch.float32:
         calls["diag_fp32"] = _fp32_diagnostic(target, op, base, args)
-    try:
-        samples = time_interleaved(calls, device, plan)
-    finally:
-        restore()
-        target.clear()
+    samples = time_interleaved(calls, device, plan)
     medians = {k: median(v) for k, v in samples.items()}
     entry = {"op": op.label, "dtype": str(op.dtype), "bytes_fwd": op.streams * op.rows * op.cols * op.dtype.itemsize,
              "production": list(_rows.row_tile(op.cols, op.dtype.itemsize, base)),

@@ -296,8 +296,6 @@ def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
 # benchmarks/results/2026-11-24-h100-4). Under the interpreter groups are 2 tiles, so that small
 # test cases already produce several partials.
 INTERPRETER_TILES_PER_GROUP = 2
-# Programs per SM forced for a sweep (tune_rows.py's knob); None: as many as an SM holds.
-GPU_PROGRAMS_PER_SM: int | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -315,7 +313,7 @@ def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
     sized with a stand-in is then the one launched."""
     if _rows._SMALL_TILES:
         return INTERPRETER_TILES_PER_GROUP
-    per_sm = GPU_PROGRAMS_PER_SM
+    per_sm = _rows.ELEMENTWISE.backward_programs_per_sm  # None but where a sweep forces a count
     if per_sm is None:  # sized with a stand-in partials row (fresh, so aligned alike)
         with _rows.launch_guard(t):
             per_sm = resident_programs(kernel, make_args(_stand_in(t.device), 2), meta, t.device)

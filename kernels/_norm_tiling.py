@@ -3,9 +3,13 @@
 docs/performance.md has the timings).
 
 Numerics: arithmetic in fp32 for fp16/bf16 inputs and in fp64 for fp32 and fp64 inputs
-(``WIDE_FP32``, below), results stored in the input dtype. With ``WIDE_FP32 = False`` fp32 rows
+(``TUNING.wide_fp32``, below), results stored in the input dtype. With ``wide_fp32=False`` fp32 rows
 compute in fp32 with correctly rounded divisions and ``sqrt_rn`` (Triton's defaults are
 approximate on a GPU, which an fp32 output shows); fp16/bf16 results take the fast forms.
+
+Everything a sweep may vary is an entry of ``TUNING`` (``kernels._tuning``), whose defaults are
+the measured choices below; the plans read it, and ``benchmarks/tune_rows.py`` passes its
+candidates in through ``TUNING.replaced(...)``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _rows
+from kernels import _rows, _tuning
 from kernels._runtime import sm_count
 
 # ----------------------------------------------------------------------------------------------
@@ -50,21 +54,18 @@ _INTERPRETER_BWD = _rows.TileLimits(max_block=64, split_block=64, target_elems=2
 # Neither the partials reduction (summed by torch instead: no faster) nor the loop's pipelining
 # depth (num_stages 1-5: level) explains that. Rows cut into column blocks take 4 an SM, shared
 # among their column blocks (_GPU_BWD_COLUMN_PROGRAMS_PER_SM, below).
-# BWD_PROGRAMS_PER_SM forces a count (a sweep's knob: tune_rows.py norm_backward_groups and
+# TUNING.backward_programs_per_sm forces a count (tune_rows.py norm_backward_groups and
 # norm_backward_columns).
 _GPU_BWD_PROGRAMS_PER_SM = 2
 _GPU_BWD_COLUMN_PROGRAMS_PER_SM = 4
-BWD_PROGRAMS_PER_SM: int | None = None
 # Prefetch: a program loads its next row tile before the arithmetic of this one, so that two
 # tiles' loads are in flight (the GPU rule below prefetches only rows within one block; the
 # interpreter runs it in column blocks too); Triton does not pipeline this loop itself
 # (num_stages made no difference). It holds two tiles' inputs in registers, which helps some
-# shapes and hurts others, so the measured rule (_bwd_prefetch) decides. BWD_PREFETCH True or
-# False forces it (a sweep's knob: tune_rows.py norm_backward_groups, norm_backward_prefetch).
-BWD_PREFETCH: bool | None = None
-# BWD_COLUMNS_FROM: the narrowest row block that takes the column kernels (a sweep's knob:
-# tune_rows.py norm_backward_columns_from); None: rows wider than _GPU_BWD.max_block.
-BWD_COLUMNS_FROM: int | None = None
+# shapes and hurts others, so the measured rule (_bwd_prefetch) decides. TUNING.prefetch True or
+# False forces it (tune_rows.py norm_backward_groups, norm_backward_prefetch).
+# TUNING.columns_from: the narrowest row block that takes the column kernels (tune_rows.py
+# norm_backward_columns_from); None: rows wider than the backward's max_block.
 _INTERPRETER_TILES_PER_GROUP = 2
 # The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
 _GPU_PART = (32, 128)
@@ -74,11 +75,11 @@ _MIN_DROPOUT_BLOCK = 4
 
 
 def _fwd_limits() -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_FWD, _INTERPRETER_FWD)
+    return _rows.limits_for_backend(TUNING.forward, _INTERPRETER_FWD)
 
 
 def _bwd_limits() -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_BWD, _INTERPRETER_BWD)
+    return _rows.limits_for_backend(TUNING.backward, _INTERPRETER_BWD)
 
 
 def block_boundaries() -> tuple[int, ...]:
@@ -86,7 +87,7 @@ def block_boundaries() -> tuple[int, ...]:
     the GPU's per-shape overrides (below) included."""
     points = set(_rows.block_boundaries(_fwd_limits())) | set(_rows.block_boundaries(_bwd_limits()))
     if not _rows._SMALL_TILES:
-        for limits in (_GPU_FWD_DROPOUT, _GPU_BWD_COLUMNS, _GPU_BWD_NARROW16,
+        for limits in (TUNING.dropout_forward, TUNING.backward_columns, _GPU_BWD_NARROW16,
                        *(_dropout_bwd_limits(size) for size in (2, 4, 8))):
             points |= set(_rows.block_boundaries(limits))
         for low, high in (_NARROW16, _PREFETCH_RMS16, (_DROPOUT_FP32_BLOCK, _DROPOUT_FP32_BLOCK)):
@@ -97,9 +98,8 @@ def block_boundaries() -> tuple[int, ...]:
 
 # GPU overrides: measured exceptions to the shared limits above, chosen by benchmarks/tune_rows.py
 # on an H100 (norm_backward, dropout_norm_backward: benchmarks/results/2026-11-24-h100-2 and
-# norm_backward_prefetch, dropout_norm_forward: 2026-11-24-h100-3). OVERRIDES switches them all:
-# the sweeps of the shared limits set it False, so that each candidate is timed as given. The
-# column kernels' _GPU_BWD_COLUMNS below is not one: rows wider than a block always take it.
+# norm_backward_prefetch, dropout_norm_forward: 2026-11-24-h100-3). TUNING.overrides switches
+# them all (below).
 #
 # Dropout-add-norm's forward: 1024 elements a program (one row of 1024, four of 256) instead of
 # 4096, at the shared 64 bytes a thread: faster at every swept shape. Drawing the mask and the
@@ -132,7 +132,23 @@ _PREFETCH_RMS16 = (256, 1024)  # row blocks of 16-bit RMSNorm that prefetch
 # warps; _dropout_bwd_limits), faster than the shared tile at every swept shape. The RMSNorm form
 # takes it too (same kernel and traffic; checked, not timed).
 _DROPOUT_BWD_TILE_BYTES = 8192
-OVERRIDES = True
+
+# What a sweep may vary, with the measured choices as defaults. ``overrides`` switches the measured
+# per-shape exceptions above (a sweep of the shared limits turns them off, so that each candidate
+# is timed as given; the column kernels' limits are not one: rows wider than a block always take
+# them). The forced counts and switches are None where the measured rule decides.
+TUNING = _tuning.Tuning(
+    "norms",
+    forward=_GPU_FWD,
+    backward=_GPU_BWD,
+    dropout_forward=_GPU_FWD_DROPOUT,
+    backward_columns=_GPU_BWD_COLUMNS,
+    overrides=True,
+    backward_programs_per_sm=None,
+    prefetch=None,
+    columns_from=None,
+    wide_fp32=True,
+)
 
 
 def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
@@ -140,21 +156,21 @@ def _dropout_bwd_limits(itemsize: int) -> _rows.TileLimits:
 
 
 def _gpu_bwd_limits(n: int, dtype: torch.dtype, dropout: bool) -> _rows.TileLimits:
-    """The GPU backward's limits for rows of n elements: the shared ``_GPU_BWD``, or the measured
-    exception (above) that covers these rows."""
+    """The GPU backward's limits for rows of n elements: the shared ``TUNING.backward``, or the
+    measured exception (above) that covers these rows (none while ``TUNING.overrides`` is off)."""
     block = _row_block(n)
     columns = _column_limits(block)
     if columns is not None:
         return columns
-    if not OVERRIDES:
-        return _GPU_BWD
+    if not TUNING.overrides:
+        return TUNING.backward
     if dropout:
         return _GPU_BWD_DROPOUT_FP32 if _fp32_dropout_rows(block, dtype) else _dropout_bwd_limits(dtype.itemsize)
     if dtype.itemsize != 2:
-        return _GPU_BWD
+        return TUNING.backward
     if _NARROW16[0] <= block <= _NARROW16[1]:
         return _GPU_BWD_NARROW16
-    return _GPU_BWD
+    return TUNING.backward
 
 
 def _row_block(n: int) -> int:
@@ -164,11 +180,12 @@ def _row_block(n: int) -> int:
 
 def _column_limits(block: int) -> _rows.TileLimits | None:
     """The GPU limits of the column kernels if rows of this power-of-two block take them (wider
-    than _GPU_BWD.max_block, or from BWD_COLUMNS_FROM where a sweep sets it), else None."""
-    first = 2 * _GPU_BWD.max_block if BWD_COLUMNS_FROM is None else BWD_COLUMNS_FROM
+    than the backward's max_block, or from TUNING.columns_from where a sweep sets it), else None."""
+    first = 2 * TUNING.backward.max_block if TUNING.columns_from is None else TUNING.columns_from
     if block < first:
         return None
-    return _GPU_BWD_COLUMNS._replace(max_block=min(_GPU_BWD_COLUMNS.max_block, first // 2))
+    columns = TUNING.backward_columns
+    return columns._replace(max_block=min(columns.max_block, first // 2))
 
 
 def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
@@ -179,13 +196,13 @@ def _fp32_dropout_rows(block: int, dtype: torch.dtype) -> bool:
 def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
     """Whether the backward prefetches row tiles for rows of n elements (the rule above). Under
     the interpreter by dtype and op alone, so that CPU tests run both forms of the loop."""
-    if BWD_PREFETCH is not None:
-        return BWD_PREFETCH
+    if TUNING.prefetch is not None:
+        return TUNING.prefetch
     sixteen = dtype.itemsize == 2
     if _rows._SMALL_TILES:
         return dtype == torch.float32 if dropout else sixteen
     block = _row_block(n)
-    if not OVERRIDES or _column_limits(block) is not None:
+    if not TUNING.overrides or _column_limits(block) is not None:
         return False
     if dropout:
         return _fp32_dropout_rows(block, dtype)
@@ -197,7 +214,7 @@ def _bwd_prefetch(n: int, dtype: torch.dtype, rms: bool, dropout: bool) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.RowTile:
     if not backward:
-        limits = _GPU_FWD_DROPOUT if dropout and OVERRIDES and not _rows._SMALL_TILES else _fwd_limits()
+        limits = TUNING.dropout_forward if dropout and TUNING.overrides and not _rows._SMALL_TILES else _fwd_limits()
     elif _rows._SMALL_TILES:
         limits = _INTERPRETER_BWD
     else:
@@ -208,35 +225,41 @@ def _tile(n: int, dtype: torch.dtype, backward: bool, dropout: bool) -> _rows.Ro
     return tile
 
 
+TUNING.forget_with(_tile.cache_clear)
+
+
 # fp32 inputs compute in fp64: an fp32 result must come out within about one ulp, as eager's CPU
 # LayerNorm does, and an fp32 chain of shift, centring, 1/std, weight and bias reaches 2-3 ulp
 # (2.4x eager's envelope on a 9-wide row). On an H100 the fp64 pipe does 64 FMA per clock per SM,
 # several times what fp32 rows at full bandwidth need (about 1.5 elements per clock per SM); the
-# cost is registers (two per value). WIDE_FP32 = False gives fp32 arithmetic with correctly rounded
-# division and square root instead (PRECISE), for a GPU where the fp64 kernels spill.
-WIDE_FP32 = True
-_WIDE = (torch.float32, torch.float64) if WIDE_FP32 else (torch.float64,)
+# cost is registers (two per value). TUNING.wide_fp32 False gives fp32 arithmetic with correctly
+# rounded division and square root instead (PRECISE), for a GPU where the fp64 kernels spill.
+
+
+def _wide() -> tuple[torch.dtype, ...]:
+    """The input dtypes whose rows compute in fp64."""
+    return (torch.float32, torch.float64) if TUNING.wide_fp32 else (torch.float64,)
 
 
 def _numerics(dtype: torch.dtype) -> dict:
     """COMPUTE: element arithmetic and row statistics. ACC: the weight-gradient partial sums.
     PRECISE: correctly rounded division and square root where COMPUTE is fp32 and results fp32."""
     return dict(
-        COMPUTE=tl.float64 if dtype in _WIDE else tl.float32,
+        COMPUTE=tl.float64 if dtype in _wide() else tl.float32,
         ACC=tl.float64 if dtype in (torch.float32, torch.float64) else tl.float32,
         PRECISE=dtype == torch.float32,
     )
 
 
 def _stats_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype in _WIDE else torch.float32
+    return torch.float64 if dtype in _wide() else torch.float32
 
 
 def _bwd_programs_per_sm(columns: bool) -> int:
     """Backward programs per SM (``columns``: rows cut into column blocks): the measured count, or
     the one a sweep forces."""
-    if BWD_PROGRAMS_PER_SM is not None:
-        return BWD_PROGRAMS_PER_SM
+    if TUNING.backward_programs_per_sm is not None:
+        return TUNING.backward_programs_per_sm
     return _GPU_BWD_COLUMN_PROGRAMS_PER_SM if columns else _GPU_BWD_PROGRAMS_PER_SM
 
 

@@ -40,6 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels import _tuning
 from kernels._runtime import interpreting, small_tiles
 
 # ----------------------------------------------------------------------------------------------
@@ -581,6 +582,13 @@ ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=10
 # backwards' programs per SM are tuned on this tile (kernels/_activations.py); glu's backward, which
 # has no such grid, is not swept.
 ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4096)
+# What a sweep may vary (kernels/_tuning.py), with the choices above as defaults; and the grad_bias
+# backwards' programs per SM, which a sweep may force (None: as many as an SM holds,
+# kernels/_activations.py).
+ELEMENTWISE = _tuning.Tuning(
+    "elementwise", forward=ELEMENTWISE_GPU_LIMITS, fp32_forward=ELEMENTWISE_PRECISE_GPU_LIMITS,
+    backward=ELEMENTWISE_BACKWARD_GPU_LIMITS, backward_programs_per_sm=None,
+)
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's backward: 4 rows of 1024), so
 # programs mask partial row tiles as on the GPU; each interpreted program costs milliseconds, and
@@ -595,11 +603,11 @@ def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits
     """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
     backend (fp32 forwards, evaluated in fp64, have their own; 16-bit forwards share one)."""
     if backward:
-        gpu = ELEMENTWISE_BACKWARD_GPU_LIMITS
+        gpu = ELEMENTWISE.backward
     elif dtype != torch.float32:
-        gpu = ELEMENTWISE_GPU_LIMITS
+        gpu = ELEMENTWISE.forward
     else:
-        gpu = ELEMENTWISE_PRECISE_GPU_LIMITS
+        gpu = ELEMENTWISE.fp32_forward
     return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 

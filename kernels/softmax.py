@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _native, _ops, _rows
+from kernels import _launch, _native, _ops, _rows, _tuning
 from kernels._validate import FLOAT_DTYPES, check_tensor
 
 OP = "softmax"
@@ -58,6 +58,8 @@ _GPU_FWD = _rows.TileLimits(
 _GPU_BWD = _rows.TileLimits(
     max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
 )
+# What a sweep may vary (kernels/_tuning.py), with the choices above as defaults.
+TUNING = _tuning.Tuning("softmax", forward=_GPU_FWD, backward=_GPU_BWD)
 _BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
 _INTERPRETER_LIMITS = _rows.TileLimits(
     max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
@@ -65,7 +67,7 @@ _INTERPRETER_LIMITS = _rows.TileLimits(
 
 
 def _limits(backward: bool) -> _rows.TileLimits:
-    return _rows.limits_for_backend(_GPU_BWD if backward else _GPU_FWD, _INTERPRETER_LIMITS)
+    return _rows.limits_for_backend(TUNING.backward if backward else TUNING.forward, _INTERPRETER_LIMITS)
 
 
 def block_boundaries() -> tuple[int, ...]:
@@ -95,6 +97,9 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
         ACC=tl.float64 if wide else tl.float32, WIDE=wide,
         PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
     )
+
+
+TUNING.forget_with(_config.cache_clear)
 
 
 # ----------------------------------------------------------------------------------------------

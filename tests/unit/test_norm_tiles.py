@@ -12,7 +12,7 @@ import torch
 
 import kernels._norm as norm
 import kernels._norm_tiling as tiling
-from kernels import _launch, _rows
+from kernels import _rows
 from kernels._runtime import kernel_device_type
 
 
@@ -58,27 +58,28 @@ def test_overrides_reach_only_their_shapes(on_gpu):
     assert tiling._tile(4096, bf16, False, True) == tiling._tile(4096, bf16, False, False)
 
 
-def test_a_sweep_times_its_candidates_as_given(on_gpu, monkeypatch):
-    monkeypatch.setattr(tiling, "OVERRIDES", False)
-    for n, dtype, dropout in ((1024, torch.bfloat16, False), (8192, torch.bfloat16, False), (1024, torch.float32, True)):
-        assert tiling._tile(n, dtype, True, dropout) == _plain(n, dtype)
-        assert tiling._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, tiling._GPU_FWD)
+def test_a_sweep_times_its_candidates_as_given(on_gpu):
+    with tiling.TUNING.replaced(overrides=False):
+        for n, dtype, dropout in ((1024, torch.bfloat16, False), (8192, torch.bfloat16, False), (1024, torch.float32, True)):
+            assert tiling._tile(n, dtype, True, dropout) == _plain(n, dtype)
+            assert tiling._tile(n, dtype, False, dropout) == _rows.row_tile(n, dtype.itemsize, tiling._GPU_FWD)
     # rows wider than a block take the column kernel's own limits (the column sweep varies them)
     columns = tiling._GPU_BWD_COLUMNS._replace(split_block=512)
-    monkeypatch.setattr(tiling, "_GPU_BWD_COLUMNS", columns)
-    assert tiling._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
+    with tiling.TUNING.replaced(backward_columns=columns):
+        assert tiling._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, columns)
+    assert tiling._tile(16384, torch.bfloat16, True, False) == _rows.row_tile(16384, 2, tiling._GPU_BWD_COLUMNS)
 
 
-def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu, monkeypatch):
+def test_a_sweep_can_send_narrower_rows_to_the_column_kernels(on_gpu):
     assert tiling._tile(8192, torch.bfloat16, True, False).col_blocks == 1
-    monkeypatch.setattr(tiling, "BWD_COLUMNS_FROM", 2048)
-    tiling._tile.cache_clear()  # as the sweep does between candidates
-    for n in (2048, 8192):
-        tile = tiling._tile(n, torch.bfloat16, True, False)
-        block = tiling._GPU_BWD_COLUMNS.split_block
-        assert (tile.block, tile.col_blocks) == (block, n // block)
-        assert not tiling._bwd_prefetch(n, torch.bfloat16, True, False)
-    assert tiling._tile(1024, torch.bfloat16, True, False).col_blocks == 1
+    with tiling.TUNING.replaced(columns_from=2048):  # the cached tiles are forgotten
+        for n in (2048, 8192):
+            tile = tiling._tile(n, torch.bfloat16, True, False)
+            block = tiling._GPU_BWD_COLUMNS.split_block
+            assert (tile.block, tile.col_blocks) == (block, n // block)
+            assert not tiling._bwd_prefetch(n, torch.bfloat16, True, False)
+        assert tiling._tile(1024, torch.bfloat16, True, False).col_blocks == 1
+    assert tiling._tile(8192, torch.bfloat16, True, False).col_blocks == 1
 
 
 def test_overrides_are_off_under_the_interpreter():
@@ -135,11 +136,11 @@ def test_prefetch_reaches_only_its_shapes(on_gpu, n, dtype, rms, dropout, expect
     assert tiling._bwd_prefetch(n, dtype, rms, dropout) is expected
 
 
-def test_prefetch_is_off_in_a_sweep_unless_forced(on_gpu, monkeypatch):
-    monkeypatch.setattr(tiling, "OVERRIDES", False)
-    assert not tiling._bwd_prefetch(1024, torch.float32, False, True)
-    monkeypatch.setattr(tiling, "BWD_PREFETCH", True)
-    assert tiling._bwd_prefetch(4096, torch.float64, False, False)
+def test_prefetch_is_off_in_a_sweep_unless_forced(on_gpu):
+    with tiling.TUNING.replaced(overrides=False):
+        assert not tiling._bwd_prefetch(1024, torch.float32, False, True)
+        with tiling.TUNING.replaced(prefetch=True):
+            assert tiling._bwd_prefetch(4096, torch.float64, False, False)
 
 
 def test_the_interpreter_runs_both_forms_of_the_backward_loop():
@@ -162,8 +163,8 @@ def test_backward_programs_fill_the_gpu_across_column_blocks(monkeypatch):
     assert tiling._tiles_per_group(on_cuda, 256, 512, 2) == 256  # more blocks than programs: one group
     assert tiling._bwd_programs_per_sm(False) == tiling._GPU_BWD_PROGRAMS_PER_SM
     assert tiling._bwd_programs_per_sm(True) == tiling._GPU_BWD_COLUMN_PROGRAMS_PER_SM
-    monkeypatch.setattr(tiling, "BWD_PROGRAMS_PER_SM", 8)  # a sweep's forced count
-    assert tiling._bwd_programs_per_sm(False) == tiling._bwd_programs_per_sm(True) == 8
+    with tiling.TUNING.replaced(backward_programs_per_sm=8):  # a sweep's forced count
+        assert tiling._bwd_programs_per_sm(False) == tiling._bwd_programs_per_sm(True) == 8
 
 
 @pytest.mark.parametrize("rms, dropout, dtype, wide", [
@@ -187,13 +188,11 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
     fwd = norm.forward(x, w, None if rms else b, eps=1e-5, rms=rms, residual=residual, xbias=b if dropout else None,
                        dropout=drop, store_sum=dropout)
     src = fwd.s if dropout else x
-    monkeypatch.setattr(tiling, "BWD_PROGRAMS_PER_SM", 1)
     grads = []
     for prefetch in (False, True):
-        monkeypatch.setattr(tiling, "BWD_PREFETCH", prefetch)
-        _launch.forget_plans()  # plans are built from the knob
-        out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
-                            need_dxbias=dropout)
+        with tiling.TUNING.replaced(backward_programs_per_sm=1, prefetch=prefetch):  # the plans are rebuilt
+            out = norm.backward(src, dy, w, fwd.stats, rms=rms, dropout=drop, need_dweight=True, need_dbias=not rms,
+                                need_dxbias=dropout)
         grads.append([g for g in out if g is not None])
     assert (tiling._tile(n, dtype, True, dropout).col_blocks > 1) == wide
     for plain, ahead in zip(*grads):

@@ -1,6 +1,7 @@
 """The tiling sweep's own machinery (``benchmarks/tune_rows.py``), on the CPU: which launches it
-times, that it puts every module setting back, and that its diagnostics run at the production
-launch rather than at whichever candidate ran before them."""
+times, that it passes each candidate in through the kernels' tuning and leaves the measured
+values in place, and that its diagnostics run at the production launch rather than at whichever
+candidate ran before them."""
 
 import itertools
 
@@ -17,7 +18,7 @@ from kernels._runtime import kernel_device_type
 def on_gpu(monkeypatch):
     """Tiles as a GPU chooses them (no kernel is launched by these tests)."""
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
-    monkeypatch.setattr(tiling, "_fwd_limits", lambda: tiling._GPU_FWD)
+    monkeypatch.setattr(tiling, "_fwd_limits", lambda: tiling.TUNING.forward)
     tiling._tile.cache_clear()
     yield
     tiling._tile.cache_clear()
@@ -25,7 +26,7 @@ def on_gpu(monkeypatch):
 
 def _spy(cols, dtype):
     """A pass that reports the dropout forward's tile and the fp32 arithmetic flag it would run with."""
-    return lambda *args: (tiling._tile(cols, dtype, False, True), tiling._WIDE)
+    return lambda *args: (tiling._tile(cols, dtype, False, True), tiling._wide())
 
 
 def test_module_knobs_are_candidates_of_their_own():
@@ -37,17 +38,13 @@ def test_module_knobs_are_candidates_of_their_own():
     assert all(c.limits == target.get() for c in candidates.values())  # a knob is not a TileLimits field
 
 
-def test_a_candidate_call_sets_its_knob_and_the_saved_knobs_restore_it():
+def test_a_candidate_call_passes_its_knob_in_for_that_call_alone():
     target = tune_rows.TARGETS["norm_backward_groups"]
-    before = tiling.BWD_PROGRAMS_PER_SM
-    restore = tune_rows._save_knobs(target)
     seen = []
     candidate = tune_rows.Candidate(target.get(), {"programs_per_sm": 5})
-    try:
-        tune_rows._kernel_call(target, candidate, lambda: seen.append(tiling.BWD_PROGRAMS_PER_SM), [()])(0)
-    finally:
-        restore()
-    assert seen == [5] and tiling.BWD_PROGRAMS_PER_SM == before
+    tune_rows._kernel_call(target, candidate, lambda: seen.append(tiling._bwd_programs_per_sm(False)), [()])(0)
+    assert seen == [5] and tiling.TUNING.backward_programs_per_sm is None
+    assert tiling._bwd_programs_per_sm(False) == tiling._GPU_BWD_PROGRAMS_PER_SM
 
 
 def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
@@ -57,18 +54,14 @@ def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
     op = tune_rows.Op("dropout_add_layer_norm forward 8x1024", 8, cols, fp32, lambda x: (x,),
                       {"fwd": _spy(cols, fp32)}, lambda x: x)
     base = target.get()  # as tune_op takes it, before any call
-    restore = target.save()
-    try:
-        candidates = tune_rows._candidates(target, cols, 4)
-        other = next(c for c in candidates.values() if _rows.row_tile(cols, 4, c.limits) != production)
-        tile, _ = tune_rows._kernel_call(target, other, op.passes["fwd"], [()])(0)
-        assert tile != production  # the candidate's launch is in place...
-        tile, wide = tune_rows._fp32_diagnostic(target, op, base, [()])(0)
-    finally:
-        restore()
-    assert tile == production  # ...and the diagnostic sets the production one back
+    candidates = tune_rows._candidates(target, cols, 4)
+    other = next(c for c in candidates.values() if _rows.row_tile(cols, 4, c.limits) != production)
+    tile, _ = tune_rows._kernel_call(target, other, op.passes["fwd"], [()])(0)
+    assert tile != production  # the candidate's launch was in place for its call...
+    tile, wide = tune_rows._fp32_diagnostic(target, op, base, [()])(0)
+    assert tile == production  # ...and the diagnostic passes the production one in
     assert fp32 not in wide  # with fp32 arithmetic, for that call only
-    assert fp32 in tiling._WIDE and tiling._GPU_FWD_DROPOUT == base
+    assert fp32 in tiling._wide() and tiling.TUNING.dropout_forward == base == tiling._GPU_FWD_DROPOUT
 
 
 @pytest.mark.parametrize("name", ["elementwise", "elementwise_fp32"])
@@ -78,13 +71,10 @@ def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypa
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     target = tune_rows.TARGETS[name]
     assert target.ops
-    base = target.get()
-    marked = base._replace(max_rows=3)
-    target.put(marked)
-    try:
-        assert all(_rows.elementwise_limits(op.dtype) == marked for op in target.ops)
-    finally:
-        target.put(base)
+    marked = tune_rows.Candidate(target.get()._replace(max_rows=3), {})
+    with target.replaced(marked):
+        assert all(_rows.elementwise_limits(op.dtype) == marked.limits for op in target.ops)
+    assert all(_rows.elementwise_limits(op.dtype) == target.get() for op in target.ops)
 
 
 @pytest.mark.parametrize("rows", [8, 9])  # even tiles and a partial last tile
@@ -100,3 +90,17 @@ def test_the_softmax_numerics_diagnostics_launch_and_stay_near_production(rows):
     for name, run in variants.items():
         got = run()
         assert torch.allclose(got, want, rtol=8 * torch.finfo(torch.float32).eps, atol=0), name
+
+
+@pytest.mark.parametrize("name", sorted(tune_rows.TARGETS))
+def test_every_target_varies_entries_of_its_tuning(name):
+    """A target's limits, the entries its candidates go to and its knobs all name entries of the
+    tuning it passes them into (a misspelt one would raise only on the GPU, mid-sweep)."""
+    target = tune_rows.TARGETS[name]
+    entries = set(target.tuning.defaults)
+    assert {target.limits, *target.sets, *target.knobs.values(), *target.fixed} <= entries
+    candidate = next(iter(tune_rows._candidates(target, target.ops[0].cols, target.ops[0].dtype.itemsize).values()))
+    with target.replaced(candidate):
+        for entry in target.sets:
+            assert getattr(target.tuning, entry) == candidate.limits
+    assert dict(target.tuning._values) == dict(target.tuning.defaults)
