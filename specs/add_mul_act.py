@@ -15,16 +15,6 @@ def _elements(call):
     return call["x"].numel()
 
 
-def _forward_bytes(call):
-    """Read x and y, write the output; bias (one row) is negligible but counted."""
-    return (3 * _elements(call) + call["bias"].numel()) * call.dtype.itemsize
-
-
-def _backward_bytes(call):
-    """Read x, y, grad; write grad_x and grad_y (grad_bias is one row)."""
-    return (5 * _elements(call) + 2 * call["bias"].numel()) * call.dtype.itemsize
-
-
 SPEC = KernelSpec(
     name="add_mul_act",
     description="act(x + alpha * y + bias), bias broadcast over rows; act in relu/sigmoid/silu/gelu_tanh",
@@ -64,8 +54,10 @@ SPEC = KernelSpec(
         gradient_error_multiple=4.0,
     ),
     perf=PerfModel(
-        bytes_moved=_forward_bytes,
-        backward_bytes=_backward_bytes,
+        # Read x and y, write the output; the bias row is counted
+        bytes_moved=lambda call: _elementwise.bias_row_bytes(call, passes=3, bias_rows=1),
+        # Read x, y and grad; write grad_x and grad_y (and grad_bias, one row)
+        backward_bytes=lambda call: _elementwise.bias_row_bytes(call, passes=5, bias_rows=2),
         flops=lambda call: 12.0 * _elements(call),
         shapes=(
             BenchShape({"rows": 65536, "cols": 512}, "float32", {"alpha": 0.5, "activation": "relu"}, quick=True),

@@ -13,16 +13,6 @@ def _elements(call):
     return call["x"].numel()
 
 
-def _forward_bytes(call):
-    """Read x (and bias, one row), write the output."""
-    return (2 * _elements(call) + call["bias"].numel()) * call.dtype.itemsize
-
-
-def _backward_bytes(call):
-    """Read x and grad, write grad_x; bias and grad_bias are one row each."""
-    return (3 * _elements(call) + 2 * call["bias"].numel()) * call.dtype.itemsize
-
-
 def _shape(rows, cols, dtype, approximate, quick=False):
     return BenchShape({"rows": rows, "cols": cols}, dtype, {"approximate": approximate}, quick=quick)
 
@@ -56,8 +46,10 @@ SPEC = KernelSpec(
         gradient_error_multiple=4.0,
     ),
     perf=PerfModel(
-        bytes_moved=_forward_bytes,
-        backward_bytes=_backward_bytes,
+        # Read x and the bias row, write the output
+        bytes_moved=lambda call: _elementwise.bias_row_bytes(call, passes=2, bias_rows=1),
+        # Read x and grad, write grad_x; the bias row read and its gradient written
+        backward_bytes=lambda call: _elementwise.bias_row_bytes(call, passes=3, bias_rows=2),
         # per element: the add, then ~25 (tanh form) to ~35 (erf form) fp32 operations
         flops=lambda call: 30.0 * _elements(call),
         shapes=(
