@@ -5,12 +5,10 @@ The three ops differ only in where a row comes from and in which statistics they
 forward kernel and one backward kernel serve all of them, specialised by ``tl.constexpr`` flags
 (each op compiles only its own variant). The modules:
 
-* ``kernels/_norm_stats.py``: the Triton helpers (a row's source, its statistics, dropout's
-  keep-mask);
+* ``kernels/_norm_stats.py``: the Triton helpers (a row's source, statistics, dropout's mask);
 * ``kernels/_norm_kernels.py``: the forward, backward, row-sums and partial-sums kernels;
 * ``kernels/_norm_tiling.py``: tiles and arithmetic dtypes, by measurement;
-* this one: checks and plans (``kernels/_norm_native.py`` records the plans for the native host
-  path).
+* this one: checks and plans (``kernels/_norm_native.py`` records them for the native path).
 """
 
 from __future__ import annotations
@@ -277,6 +275,9 @@ def backward(
     (of the norm) and dxbias (of the bias added before dropout) are column sums, reduced without
     atomics (module docstring).
     """
+    # A zero-stride gradient (a sum's, expanded) is made dense, as a compiled call's tangents are:
+    # on the GPU its rows gave other bits than their dense copy, and compiled must equal direct.
+    dy, dsum = (g.contiguous() if g is not None and 0 in g.stride() and g.numel() > 1 else g for g in (dy, dsum))
     key = (src.shape, src.stride(), src.dtype, src.device, src.data_ptr() & 15 == 0, _rows_key(dy), _rows_key(dsum),
            _vector_key(weight), _dropout_key(dropout), rms, need_dweight, need_dbias, need_dxbias)
     plan = _BACKWARD_PLANS.get(key)

@@ -197,3 +197,19 @@ def test_prefetch_changes_no_bit_of_the_backward(monkeypatch, rms, dropout, dtyp
     assert (tiling._tile(n, dtype, True, dropout).col_blocks > 1) == wide
     for plain, ahead in zip(*grads):
         assert torch.equal(plain, ahead)
+
+
+def test_a_zero_stride_gradient_reaches_the_backward_dense(monkeypatch):
+    """The gradient of a sum is an expanded (stride-0) tensor; a compiled call's backward gets it
+    dense (AOTAutograd), so the direct call's must too: on the GPU the kernel's bits differed."""
+    seen = []
+    real = norm._BackwardPlan.__call__
+    monkeypatch.setattr(norm._BackwardPlan, "__call__", lambda self, src, dy, *rest: seen.append(dy.stride())
+                        or real(self, src, dy, *rest))
+    device = kernel_device_type()
+    x = torch.randn(8, 2, device=device, dtype=torch.float16)
+    fwd = norm.forward(x, None, None, eps=1e-5, rms=False)
+    expanded = torch.randn(1, 2, device=device, dtype=torch.float16).expand(8, 2)
+    dense = norm.backward(x, expanded.contiguous(), None, fwd.stats, rms=False)
+    got = norm.backward(x, expanded, None, fwd.stats, rms=False)
+    assert seen == [(2, 1), (2, 1)] and torch.equal(got.ds, dense.ds)
