@@ -115,9 +115,10 @@ class Prepared:
         out.update(self.scalars)
         return out
 
-    def call(self, mask: torch.Tensor | None = None) -> Call:
-        """The call as the spec's numerics hooks see it: fp64 copies of the inputs (``Call``)."""
-        return Call(self.copies(torch.float64), self.case.dims, torch_dtype(self.case.dtype), mask)
+    def call(self) -> Call:
+        """The call as the spec's numerics hooks see it: fp64 copies of the inputs (``Call``; a
+        random spec's replayed mask is added by ``harness.random_checks.replaying``)."""
+        return Call(self.copies(torch.float64), self.case.dims, torch_dtype(self.case.dtype))
 
     def snapshots(self) -> dict[str, torch.Tensor]:
         return {name: p.snapshot() for name, p in self.placed.items()}
