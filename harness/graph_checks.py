@@ -354,8 +354,9 @@ def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     docstring)."""
     entry = _compiled(spec, fn, device)
     problems = []
+    differentiable = grad_names(spec, case)
     for grad in (True, False):
-        names = grad_names(spec, case) if grad else ()
+        names = differentiable if grad else ()
         with torch.set_grad_enabled(grad):
             direct = _call(spec, fn, prepare(case, device).kwargs(names), case, device)
         kwargs = prepare(case, device).kwargs(names)
@@ -364,7 +365,7 @@ def check_compile(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         except Exception as exc:  # noqa: BLE001 - any error of tracing or compiling is the finding
             return CheckResult("compile", False, problems=[_compile_failure(exc)])
         what = "the compiled call" if grad else "the compiled call without gradients"
-        problems += _compare(spec, what, direct, got, grad_names(spec, case))
+        problems += _compare(spec, what, direct, got, differentiable)
     # A size equal to a list argument's length is static by construction: Dynamo guards on the
     # length of every list it traces (dlrm_embedding's features, one per cardinality).
     lengths = {len(v) for v in kwargs.values() if isinstance(v, (list, tuple))}

@@ -296,6 +296,7 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
     fns, skipped = bench_callables(spec, device, shape)
     if unavailable is not None:
         unavailable.update((name, why) for name, why in skipped.items() if name in spec.perf.peers)
+    call = perf_call(spec, shape)  # the performance model's view of the shape, for both passes
     for pass_ in PASSES:
         if pass_ == "forward_backward" and not spec.grad_inputs:
             continue
@@ -304,7 +305,6 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
             on_case(label)
         started = time.perf_counter()
         cases = [bench_case(spec, shape, seed) for seed in range(plan.input_sets)]
-        call = perf_call(spec, shape)
         nbytes = spec.perf.bytes_moved(call)
         flops = spec.perf.flops(call)
         if pass_ == "forward_backward":
