@@ -19,7 +19,7 @@ import torch
 from harness.call import Call
 from harness.case import Case, TensorRecipe, dtype_name, torch_dtype
 from harness.device import interpreting
-from harness import approximate
+from harness import approximate, bounds
 from harness.eager import gpu_like as eager_numerics
 from harness.eager import flush, subnormals_flushed
 from harness.layouts import Placed
@@ -148,10 +148,11 @@ def grad_names(spec: KernelSpec, case: Case) -> tuple[str, ...]:
 
 def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dtype: str,
                      calibration: list[tuple[tuple, tuple]], terms: tuple = (), flushed: tuple = (),
-                     allowances: tuple = ()) -> list[Comparison]:
+                     allowances: tuple = (), derived: tuple = ()) -> list[Comparison]:
     """Compare output k of the kernel with output k of eager/oracle, calibrated on the samples
-    (and floored at an ulp of output k's term magnitudes, where the spec gives them; with the
-    flushed reference's error and the approximate functions' allowance, where there are any)."""
+    (and floored at an ulp of output k's term magnitudes, where the spec gives them, or at the
+    floor derived from the reference; with the flushed reference's error and the approximate
+    functions' allowance, where there are any)."""
     budget = spec.numerics.budget(dtype, interpreting())
     if len(got) != len(eager):
         return [Comparison("outputs", False, math.inf, budget.multiple,
@@ -159,10 +160,11 @@ def _compare_outputs(spec: KernelSpec, names: list[str], got, eager, oracle, dty
     def padded(values: tuple) -> tuple:
         return tuple(values) + (None,) * (len(eager) - len(values))
 
-    terms, flushed, allowances = padded(terms), padded(flushed), padded(allowances)
+    terms, flushed, allowances, derived = padded(terms), padded(flushed), padded(allowances), padded(derived)
     return [
         compare(budget, Compared(n, g, e, o, [(se[k], so[k]) for se, so in calibration if se[k] is not None],
-                                 terms=terms[k], flushed=_same_shape(flushed[k], e), allowance=allowances[k]))
+                                 terms=terms[k], flushed=_same_shape(flushed[k], e), allowance=allowances[k],
+                                 derived=_same_shape(derived[k], e)))
         for k, (n, g, e, o) in enumerate(zip(names, got, eager, oracle))
     ]
 
@@ -171,10 +173,11 @@ def _same_shape(t: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor | No
     return t if t is not None and like is not None and t.shape == like.shape and t.is_floating_point() else None
 
 
-# Cases whose inputs hold more elements than this skip the flushed reference: on a GPU shared by
-# many test workers its extra fp32 pass (forward and backward) is memory that the nightly's
-# largest cases (dlrm_embedding's 26 M x 16 table) do not have. Flushes are a matter of values,
-# not of sizes, so the smaller cases of every spec still meet them.
+# Cases whose inputs hold more elements than this skip the flushed reference and the derived
+# floors: on a GPU shared by many test workers their extra passes (fp32, and fp64 with error
+# terms, forward and backward) are memory that the nightly's largest cases (dlrm_embedding's
+# 26 M x 16 table) do not have. Flushes and cancellations are matters of values, not of sizes, so
+# the smaller cases of every spec still meet them.
 FLUSH_LIMIT = 1 << 24
 
 
@@ -224,6 +227,38 @@ def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
+def derived_floors(spec: KernelSpec, prepared: Prepared) -> tuple:
+    """Where the spec gives no term magnitudes, each output's floor derived from the reference's
+    own evaluation (``harness.bounds``); () where it gives them, opts out, the case is past
+    FLUSH_LIMIT, or the reference calls an operator the derivation has no rule for (a warning
+    says which)."""
+    if spec.numerics.term_magnitudes is not None or not _derives(spec, prepared):
+        return ()
+    return _derive(spec, lambda: bounds.forward_floors(spec.reference, prepared.copies()), ())
+
+
+def derived_gradient_floors(spec: KernelSpec, prepared: Prepared, names: tuple[str, ...], grad_outs: list,
+                            first_only: bool) -> dict:
+    """``derived_floors`` of the gradients of ``names``, where the spec gives no gradient terms."""
+    if spec.numerics.gradient_term_magnitudes is not None or not _derives(spec, prepared):
+        return {}
+    return _derive(spec, lambda: bounds.gradient_floors(spec.reference, prepared.copies(), names, grad_outs,
+                                                        first_only), {})
+
+
+def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
+    return spec.numerics.derive_floors and sum(p.tensor.numel() for p in prepared.placed.values()) <= FLUSH_LIMIT
+
+
+def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any) -> Any:
+    try:
+        return derive()
+    except bounds.NotDerivable as exc:
+        warnings.warn(f"{spec.name}: no derived error floor ({exc}); its outputs are judged on eager's "
+                      f"measured error alone", bounds.DerivationWarning, stacklevel=2)
+        return nothing
+
+
 def _output_names(spec: KernelSpec, count: int) -> list[str]:
     return list(spec.outputs[:count]) + [f"out{i}" for i in range(len(spec.outputs), count)]
 
@@ -248,6 +283,7 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             flushed = _to_dtype_of(as_outputs(spec.reference(**_flushed_copies(prepared))), eager)
     terms = term_magnitudes(spec, prepared)
     allowances = approximate_allowances(spec, prepared, oracle)
+    derived = derived_floors(spec, prepared)
     snapshots = prepared.snapshots()
     with poisoned_allocations():
         got = as_outputs(fn(**prepared.kwargs()))
@@ -255,7 +291,7 @@ def check_forward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
     if written:
         return CheckResult("forward", False, problems=[f"the forward wrote into its inputs: {c}" for c in written])
     comparisons = _compare_outputs(spec, _output_names(spec, len(eager)), got, eager, oracle, case.dtype, calibration,
-                                   terms, flushed, allowances)
+                                   terms, flushed, allowances, derived)
     return CheckResult("forward", all(c.passed for c in comparisons), comparisons)
 
 
@@ -387,6 +423,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 flushed = _to_dtype_of(reference_grads(torch.float32, flushed=True), eager)
         terms = gradient_term_magnitudes(spec, prepared, hook_grads)
         rounded = gradient_rounded_terms(spec, prepared, hook_grads)
+        derived = derived_gradient_floors(spec, prepared, names, grad_outs, first_only)
         grad_snaps = [g.snapshot() for g in grad_placed]
         input_snaps = prepared.snapshots()
         with poisoned_allocations():
@@ -407,7 +444,8 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
                 continue
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
             comparisons.append(compare(budget, Compared(label, g, e, o, samples, terms=terms.get(name),
-                                                        rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e))))
+                                                        rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e),
+                                                        derived=_same_shape(derived.get(name), e))))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 

@@ -50,6 +50,15 @@ luck. There the envelope is at least one ulp of the term magnitude::
 fp32 ulps, and an envelope of bf16 ulps of the terms would pass a kernel that rounds the mean to
 bf16. Attention's ``P @ V`` takes P rounded to the 16-bit dtype, so its terms carry that dtype's.
 
+A spec that gives no term magnitudes gets them derived (``harness.bounds``): the reference runs
+once more on values that carry a first-order running error analysis through eager's dtypes, and
+the error a cancelling sum amplified is the floor (``Compared.derived``)::
+
+    envelope_i = max(envelope_i, derived_i)
+
+It is 0 where nothing cancels, and about an ulp of the terms where a sum does, forward and through
+autograd: the hooks' rule, with no formula to write.
+
 A gradient may also give its *rounded terms*: the root-sum-square of the terms each element sums
 after rounding each of them to the dtype (attention's dS, rounded before dS K). Those roundings are
 independent and add up like a random walk, so the error they make is about a unit roundoff of the
@@ -235,7 +244,9 @@ class Compared:
     the terms of each element that are rounded to the output's dtype before they are summed (at
     least a unit roundoff of it); ``flushed``, the reference run in fp32 with subnormals flushed
     (its error counts as eager's, per row); ``allowance``, what the spec's approximate functions
-    may err by, per element (an element within it passes whatever the budget).
+    may err by, per element (an element within it passes whatever the budget); ``derived``, the
+    error the reference's own evaluation inherits beyond its last rounding (``harness.bounds``; the
+    envelope is at least that).
     """
 
     name: str
@@ -247,6 +258,7 @@ class Compared:
     rounded_terms: torch.Tensor | None = None
     flushed: torch.Tensor | None = None
     allowance: torch.Tensor | None = None
+    derived: torch.Tensor | None = None
 
     def as_rows(self) -> Compared:
         """Every tensor as a matrix of the kernel's rows (the last dimension), broadcast to its
@@ -258,7 +270,7 @@ class Compared:
 
         return Compared(self.name, *(rows(t) for t in (self.kernel, self.eager, self.oracle)),
                         [(rows(a), rows(b)) for a, b in self.calibration],
-                        *(rows(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance)))
+                        *(rows(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance, self.derived)))
 
     def block(self, rows: slice) -> Compared:
         """These rows of every tensor (of a ``as_rows`` view)."""
@@ -267,7 +279,7 @@ class Compared:
 
         return Compared(self.name, *(part(t) for t in (self.kernel, self.eager, self.oracle)),
                         [(a[rows], b[rows]) for a, b in self.calibration],
-                        *(part(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance)))
+                        *(part(t) for t in (self.terms, self.rounded_terms, self.flushed, self.allowance, self.derived)))
 
 
 def compare(budget: Budget, tensors: Compared) -> Comparison:
@@ -330,6 +342,7 @@ def _judge(budget: Budget, tensors: Compared, locate: Callable[[tuple[int, ...]]
     to the whole output's, and ``scope`` says which part of it they are."""
     name, kernel, eager, oracle, calibration = tensors.name, tensors.kernel, tensors.eager, tensors.oracle, tensors.calibration
     terms, rounded_terms, flushed, allowance = tensors.terms, tensors.rounded_terms, tensors.flushed, tensors.allowance
+    derived = tensors.derived
     multiple, term_precision = budget.multiple, budget.term_precision
     k = kernel.detach().to(torch.float64)
     e = eager.detach().to(torch.float64)
@@ -390,6 +403,9 @@ def _judge(budget: Budget, tensors: Compared, locate: Callable[[tuple[int, ...]]
     if flushed is not None:  # what flushing subnormal intermediates does to this element
         flush = (flushed.detach().to(device=o.device, dtype=torch.float64) - o).abs()
         envelope = torch.maximum(envelope, torch.where(finite & flush.isfinite(), flush, 0.0))
+    if derived is not None:  # what the reference's own evaluation loses to cancellation
+        floor = derived.detach().to(device=o.device, dtype=torch.float64).abs()
+        envelope = torch.maximum(envelope, torch.where(finite & floor.isfinite(), floor, 0.0))
     if allowance is not None:  # within a declared approximate function's documented error
         allowed = allowance.detach().to(device=o.device, dtype=torch.float64).abs()
         allowed = torch.where(finite & allowed.isfinite(), allowed, 0.0)

@@ -303,6 +303,10 @@ class Numerics:
     # function's argument for each element (or None for an output without it). An element within
     # the function's documented error at that argument passes whatever the budget.
     approximate_math: Mapping[str, Callable[[Call], Any]] = field(default_factory=dict)
+    # Where the hooks above give no term magnitudes (forward or gradients), the envelope's floor is
+    # derived from the reference itself: a first-order running error analysis of its own
+    # evaluation in eager's dtypes (harness.bounds). False judges on eager's measured error alone.
+    derive_floors: bool = True
 
     def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:
         """The error budget for ``dtype``: the declared multiple (``gradient_error_multiple`` for
