@@ -578,6 +578,11 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # bias-GELU's fp32 forward, whose value is eager's fp32 form (kernels/_activations.py), runs on it
 # near copy bandwidth.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
+# An fp32 forward whose arithmetic is fp32 (exact bias-GELU's value, eager's own fp32 form) is
+# bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8 elements a thread
+# (4 warps) runs it at 98% of a same-size copy, where the fp64 tile's 8 warps reach 92%
+# (benchmarks/results/2026-11-28-h100-22, 4096 x 16384 on an H100).
+ELEMENTWISE_FP32_MATH_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=32)
 # Their backward kernels take 4096 elements a program (8 warps for 16-bit inputs): the grad_bias
 # backwards' programs per SM are tuned on this tile (kernels/_activations.py); glu's backward, which
 # has no such grid, is not swept.
@@ -587,7 +592,8 @@ ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4
 # kernels/_activations.py).
 ELEMENTWISE = _tuning.Tuning(
     "elementwise", forward=ELEMENTWISE_GPU_LIMITS, fp32_forward=ELEMENTWISE_PRECISE_GPU_LIMITS,
-    backward=ELEMENTWISE_BACKWARD_GPU_LIMITS, backward_programs_per_sm=None,
+    fp32_math_forward=ELEMENTWISE_FP32_MATH_GPU_LIMITS, backward=ELEMENTWISE_BACKWARD_GPU_LIMITS,
+    backward_programs_per_sm=None,
 )
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's backward: 4 rows of 1024), so
@@ -599,26 +605,27 @@ ELEMENTWISE_INTERPRETER_LIMITS = TileLimits(
 )
 
 
-def elementwise_limits(dtype: torch.dtype, backward: bool = False) -> TileLimits:
+def elementwise_limits(dtype: torch.dtype, backward: bool = False, fp64_math: bool = True) -> TileLimits:
     """The elementwise tiling of a forward (or ``backward``) kernel on ``dtype`` rows for the current
-    backend (fp32 forwards, evaluated in fp64, have their own; 16-bit forwards share one)."""
+    backend (fp32 forwards, evaluated in fp64, have their own, and those whose arithmetic stays in
+    fp32, ``fp64_math=False``, another; 16-bit forwards share one)."""
     if backward:
         gpu = ELEMENTWISE.backward
     elif dtype != torch.float32:
         gpu = ELEMENTWISE.forward
     else:
-        gpu = ELEMENTWISE.fp32_forward
+        gpu = ELEMENTWISE.fp32_forward if fp64_math else ELEMENTWISE.fp32_math_forward
     return limits_for_backend(gpu, ELEMENTWISE_INTERPRETER_LIMITS)
 
 
-def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False) -> RowTile:
+def elementwise_tile(n: int, dtype: torch.dtype, backward: bool = False, fp64_math: bool = True) -> RowTile:
     """The tile of an elementwise forward (or ``backward``) kernel on rows of ``n`` ``dtype``
     values, from :func:`elementwise_limits`."""
-    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward))
+    return row_tile(n, dtype.itemsize, elementwise_limits(dtype, backward, fp64_math))
 
 
 def elementwise_block_boundaries() -> tuple[int, ...]:
     """Row lengths where any elementwise tiling (forward, fp32 forward, backward) changes."""
     tilings = (elementwise_limits(torch.float16), elementwise_limits(torch.float32),
-               elementwise_limits(torch.float16, backward=True))
+               elementwise_limits(torch.float32, fp64_math=False), elementwise_limits(torch.float16, backward=True))
     return tuple(sorted(set().union(*(block_boundaries(limits) for limits in tilings))))

@@ -19,7 +19,8 @@ of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function a
 where eager's error at that element can be far smaller (the rounded z alone reaches 2.05x eager's
 envelope there). The exact form's fp32 forward value is eager's own fp32 computation instead
 (``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf): eager's value
-bit for bit on the GPU, near copy bandwidth, where the fp64 form is bound by the fp64 lanes. The
+bit for bit on the GPU, at 98% of a copy's bandwidth on its own fp32-arithmetic tile, where the
+fp64 form is bound by the fp64 lanes. The
 tiling is every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024 columns,
 several short rows a program, forward programs in column-block order (``_rows.tile``), strided
 leading dimensions read in place.
@@ -58,7 +59,14 @@ def _bias_gelu_fwd_kernel(
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
-    z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
+    if ACT == "gelu":
+        # z = x + bias in fp32 for every dtype. With PRECISE (fp32) the value is eager's fp32
+        # computation (gelu_as_eager), whose z is eager's fp32 add: the exact fp64 sum rounded to
+        # fp32 is that same number (double rounding is innocuous at 53 >= 2 * 24 + 2 bits), and the
+        # fp32 add skips the wide load's fp32 <-> fp64 conversions (16 an SM a clock on an H100).
+        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, False)
+    else:
+        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
     out = _activations.activate(z, ACT, PRECISE)
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
@@ -109,7 +117,7 @@ def _forward_plan(x, bias, out, approximate: str):
     if out.numel() == 0:
         return _rows.nothing
     xl = _rows.row_layout(x)
-    tile = _rows.elementwise_tile(xl.n, x.dtype)
+    tile = _rows.elementwise_tile(xl.n, x.dtype, fp64_math=approximate != "none")  # exact: eager's fp32 form
     launch = _bias_gelu_fwd_kernel.bind(
         _rows.tile_grid(xl.rows, tile), (xl.tensor, bias.contiguous(), out, xl.rows, xl.n, *xl.kernel_args()),
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,

@@ -64,17 +64,18 @@ def test_the_fp32_diagnostic_runs_at_the_production_tile(on_gpu):
     assert fp32 in tiling._wide() and tiling.TUNING.dropout_forward == base == tiling._GPU_FWD_DROPOUT
 
 
-@pytest.mark.parametrize("name", ["elementwise", "elementwise_fp32"])
-def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, monkeypatch):
-    # fp32 forwards have their own tiling: a target timing them on the 16-bit limits would time
+@pytest.mark.parametrize("name, fp64_math", [("elementwise", True), ("elementwise_fp32", True),
+                                             ("elementwise_fp32_math", False)])
+def test_elementwise_targets_set_the_limits_their_ops_launch_with(name, fp64_math, monkeypatch):
+    # fp32 forwards have their own tilings: a target timing them on the 16-bit limits would time
     # one launch under every candidate's name
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     target = tune_rows.TARGETS[name]
     assert target.ops
     marked = tune_rows.Candidate(target.get()._replace(max_rows=3), {})
     with target.replaced(marked):
-        assert all(_rows.elementwise_limits(op.dtype) == marked.limits for op in target.ops)
-    assert all(_rows.elementwise_limits(op.dtype) == target.get() for op in target.ops)
+        assert all(_rows.elementwise_limits(op.dtype, fp64_math=fp64_math) == marked.limits for op in target.ops)
+    assert all(_rows.elementwise_limits(op.dtype, fp64_math=fp64_math) == target.get() for op in target.ops)
 
 
 @pytest.mark.parametrize("rows", [8, 9])  # even tiles and a partial last tile
