@@ -532,6 +532,8 @@ def _in_place(func, args, kwargs):
     if functional is None:
         raise NotDerivable(f"{func} has no functional form")
     target = args[0]
+    if not isinstance(target, Bounded):
+        raise NotDerivable(f"{func} writes a derived value into a plain tensor")
     result = functional(*args, **kwargs)
     if isinstance(result, Bounded):
         _write(target, result)
@@ -544,6 +546,8 @@ def _in_place(func, args, kwargs):
 @_rule(aten.copy_)
 def _copy(func, args, kwargs):
     target, source = args[0], args[1]
+    if not isinstance(target, Bounded):
+        raise NotDerivable("copy_ of a derived value into a plain tensor")
     if isinstance(source, Bounded):
         _write(target, _convert(aten._to_copy.default, (source,), {"dtype": target.dtype}))
     else:

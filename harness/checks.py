@@ -230,8 +230,8 @@ def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
 def derived_floors(spec: KernelSpec, prepared: Prepared) -> tuple:
     """Where the spec gives no term magnitudes, each output's floor derived from the reference's
     own evaluation (``harness.bounds``); () where it gives them, opts out, the case is past
-    FLUSH_LIMIT, or the reference calls an operator the derivation has no rule for (a warning
-    says which)."""
+    FLUSH_LIMIT, or the derivation cannot follow the reference (an operator with no rule, or
+    anything else the reference does that its subclass cannot: a warning says what)."""
     if spec.numerics.term_magnitudes is not None or not _derives(spec, prepared):
         return ()
     return _derive(spec, lambda: bounds.forward_floors(spec.reference, prepared.copies()), ())
@@ -253,9 +253,9 @@ def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
 def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any) -> Any:
     try:
         return derive()
-    except bounds.NotDerivable as exc:
-        warnings.warn(f"{spec.name}: no derived error floor ({exc}); its outputs are judged on eager's "
-                      f"measured error alone", bounds.DerivationWarning, stacklevel=2)
+    except Exception as exc:  # noqa: BLE001 - NotDerivable, or a reference the subclass cannot run
+        warnings.warn(f"{spec.name}: no derived error floor ({type(exc).__name__}: {exc}); its outputs are "
+                      f"judged on eager's measured error alone", bounds.DerivationWarning, stacklevel=2)
         return nothing
 
 
