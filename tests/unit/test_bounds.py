@@ -43,6 +43,36 @@ def test_a_cancelling_sum_keeps_an_ulp_of_its_terms():
     assert floor.item() == pytest.approx(2 * EPS32 * 1.0)  # both products ~1, each rounded once
 
 
+def test_a_matmul_keeps_an_accumulator_ulp_of_its_cancelling_products_and_linear_decomposes_to_it():
+    a = torch.tensor([[1.0, -1.0, 0.5]])
+    b = torch.tensor([[1.0], [1.0 - 2.0**-20], [2.0**-22]])
+    magnitudes = (a.abs().double() @ b.abs().double()).item()
+    result = abs((a.double() @ b.double()).item())
+    (floor,) = bounds.forward_floors(lambda a, b: a @ b, {"a": a, "b": b})
+    assert floor.item() == pytest.approx(EPS32 * (magnitudes - result))
+    (linear,) = bounds.forward_floors(lambda a, b: F.linear(a, b.t()), {"a": a, "b": b})
+    assert linear.item() == pytest.approx(floor.item())
+
+
+def test_in_place_operators_and_views_carry_their_errors_as_the_functional_ones_do():
+    x = torch.tensor([[3.0, -3.0 + 2.0**-18, 1.0]])
+    y = torch.ones(1, 3)
+
+    def in_place(x, y):
+        z = x.clone()
+        z.add_(y)
+        z[:, 0].mul_(2.0)  # through a view of z
+        return z.sum(-1)
+
+    def functional(x, y):
+        z = x + y
+        return torch.cat([z[:, :1] * 2.0, z[:, 1:]], -1).sum(-1)
+
+    (got,) = bounds.forward_floors(in_place, {"x": x, "y": y})
+    (want,) = bounds.forward_floors(functional, {"x": x, "y": y})
+    assert got.item() > 0 and torch.equal(got, want)
+
+
 def test_a_function_does_not_make_its_own_conditioning_a_floor():
     """exp of a rounded difference: eager's measured error judges the function's conditioning
     (harness.numerics' sensitivity term), so a fast exp is still held to its declared allowance."""
