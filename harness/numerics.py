@@ -138,6 +138,10 @@ class Comparison:
     eager_value: float | None = None
     oracle_value: float | None = None
     problem: str = ""
+    # the envelope at the worst element, and which of its parts set it (harness.numerics' module
+    # docstring: eager's error, the spec's terms, the flushed reference, a derived floor, ...)
+    envelope: float | None = None
+    envelope_source: str = ""
 
     def summary(self) -> str:
         if self.problem:
@@ -148,6 +152,8 @@ class Comparison:
                 f"; worst at index {self.worst_index}: kernel={self.kernel_value:.6g} "
                 f"eager={self.eager_value:.6g} oracle={self.oracle_value:.6g}"
             )
+            if self.envelope is not None:
+                at += f", envelope there {self.envelope:.3g} (set by {self.envelope_source})"
         verdict = "within" if self.passed else "OVER"
         return (
             f"{self.name}: numerics score {self.score:.3g} ({verdict} budget {self.multiple:g}); "
@@ -165,6 +171,8 @@ class Comparison:
             "max_rel_error": finite_or_none(self.max_rel_error),
             "eager_max_abs_error": finite_or_none(self.eager_max_abs_error),
             "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+            "envelope": finite_or_none(self.envelope),
+            "envelope_source": self.envelope_source or None,
             "problem": self.problem,
         }
 
@@ -392,28 +400,30 @@ def _judge(budget: Budget, tensors: Compared, locate: Callable[[tuple[int, ...]]
     # over the row and capped at 1 (module docstring): nonzero only where eager itself shows
     # condition-sized errors, so a row where eager is exact gains nothing from it.
     conditioned = torch.where(sensitivity > 0, excess / sensitivity.clamp_min(info.tiny), 0.0)
-    envelope = atol_row + info.eps * magnitude + _row_max(conditioned).clamp_max(1.0) * sensitivity
+    # The envelope's parts, each a floor it may not drop below, named for the report.
+    parts = {"eager's error": atol_row + info.eps * magnitude + _row_max(conditioned).clamp_max(1.0) * sensitivity}
+
+    def floor(t: torch.Tensor) -> torch.Tensor:
+        t = t.detach().to(device=o.device, dtype=torch.float64).abs()
+        return torch.where(finite & t.isfinite(), t, 0.0)
+
     if terms is not None:  # a sum that cancels: an ulp of its terms is what reordering it costs
-        scale = terms.detach().to(device=o.device, dtype=torch.float64).abs()
         term_eps = min(info.eps, torch.finfo(term_precision).eps) if term_precision is not None else info.eps
-        envelope = torch.maximum(envelope, term_eps * torch.where(finite & scale.isfinite(), scale, 0.0))
+        parts["the spec's term magnitudes"] = term_eps * floor(terms)
     if rounded_terms is not None:  # independent roundings of many terms: a random walk's size
-        rss = rounded_terms.detach().to(device=o.device, dtype=torch.float64).abs()
-        envelope = torch.maximum(envelope, (info.eps / 2) * torch.where(finite & rss.isfinite(), rss, 0.0))
+        parts["the spec's rounded terms"] = (info.eps / 2) * floor(rounded_terms)
     if flushed is not None:  # what flushing subnormal intermediates does to this element
-        flush = (flushed.detach().to(device=o.device, dtype=torch.float64) - o).abs()
-        envelope = torch.maximum(envelope, torch.where(finite & flush.isfinite(), flush, 0.0))
+        parts["the flushed reference's error"] = floor(flushed.detach().to(device=o.device, dtype=torch.float64) - o)
     if derived is not None:  # what the reference's own evaluation loses to cancellation
-        floor = derived.detach().to(device=o.device, dtype=torch.float64).abs()
-        envelope = torch.maximum(envelope, torch.where(finite & floor.isfinite(), floor, 0.0))
+        parts["the floor derived from the reference"] = floor(derived)
     if allowance is not None:  # within a declared approximate function's documented error
-        allowed = allowance.detach().to(device=o.device, dtype=torch.float64).abs()
-        allowed = torch.where(finite & allowed.isfinite(), allowed, 0.0)
-        envelope = torch.maximum(envelope, allowed / multiple)
+        parts["the approximate functions' allowance"] = floor(allowance) / multiple
+    envelope = functools.reduce(torch.maximum, parts.values())
     ratio = kernel_err / envelope
     worst = int(ratio.flatten().argmax())
     i = _index(worst, ratio.shape)
     score = float(ratio.flatten()[worst])
+    source = max(parts, key=lambda part: float(parts[part][i]))
     atol = float(atol_row[i]) if atol_row.ndim else float(atol_row)
     rel = torch.where(magnitude > 0, kernel_err / magnitude.clamp_min(info.tiny), torch.zeros_like(kernel_err))
     return Comparison(
@@ -429,4 +439,6 @@ def _judge(budget: Budget, tensors: Compared, locate: Callable[[tuple[int, ...]]
         kernel_value=float(k[i]),
         eager_value=float(e[i]),
         oracle_value=float(o[i]),
+        envelope=float(envelope[i]),
+        envelope_source=source,
     )
