@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from hypothesis import example, given, seed, settings
+from hypothesis import Phase, example, given, seed, settings
 
 from harness import corpus
 from harness.case import Case
@@ -83,6 +83,7 @@ class PropertyRun:
     check: str
     device: torch.device
     max_examples: int | None = None  # override the profile's count (e.g. to hunt a planted bug)
+    shrink: bool = True  # False: report the first failing case as drawn (a check whose every case compiles)
     examples: int = 0
     worst_score: float | None = None
     seconds: float = 0.0
@@ -116,6 +117,8 @@ class PropertyRun:
             overrides["derandomize"] = False
         if self.max_examples is not None:
             overrides["max_examples"] = self.max_examples
+        if not self.shrink:
+            overrides["phases"] = tuple(p for p in settings.default.phases if p is not Phase.shrink)
         return settings(settings.default, **overrides)
 
     def run(self, force_seed: int | None = None) -> None:

@@ -171,7 +171,7 @@ def test_every_registered_reference_derives_its_floors():
     without a rule (a NotDerivable here would leave that spec judged without floors)."""
     specs = load_specs()
 
-    @settings(max_examples=2, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=1, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def derive(data):
@@ -220,7 +220,8 @@ def _softmax_cases(spec):
 @pytest.mark.parametrize("spec_name", ["layer_norm", "rms_norm"])
 def test_our_norms_pass_with_their_hand_written_terms_taken_away(spec_name, check):
     """A LayerNorm or RMSNorm from outside needs no hand-derived term formulas: ours, judged with
-    none (floors derived from the reference alone), passes its property at the profile's count."""
+    none (floors derived from the reference alone), passes its property (at the profile's count,
+    at most 4 examples a dtype on the CPU; the GPU runs the profile's whole count)."""
     from dataclasses import replace
 
     from harness.device import current_device
@@ -229,5 +230,11 @@ def test_our_norms_pass_with_their_hand_written_terms_taken_away(spec_name, chec
     spec = load_specs()[spec_name]
     bare = replace(spec, numerics=replace(spec.numerics, term_magnitudes=None, gradient_term_magnitudes=None,
                                           gradient_rounded_terms=None, term_precision=None))
+    from hypothesis import settings as profile
+
+    from harness.device import on_gpu
+
+    device = current_device()
+    count = profile.default.max_examples if on_gpu(device) else min(4, profile.default.max_examples)
     for dtype in ("float32", "bfloat16"):
-        PropertyRun(bare, "triton", dtype, check, current_device()).run()
+        PropertyRun(bare, "triton", dtype, check, device, max_examples=count).run()

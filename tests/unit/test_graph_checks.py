@@ -23,14 +23,15 @@ def _pins_its_size(x):
     return production.softmax(x) * _ONES[x.shape[-1]]
 
 
-def _run(spec, fn, check, max_examples):
+def _run(spec, fn, check, max_examples, shrink=True):
     spec = dataclasses.replace(spec, implementations={"subject": fn})
-    return PropertyRun(spec, "subject", "float32", check, current_device(), max_examples=max_examples)
+    return PropertyRun(spec, "subject", "float32", check, current_device(), max_examples=max_examples, shrink=shrink)
 
 
 def test_a_graph_pinned_to_its_sizes_fails_compile_naming_the_size():
+    # unshrunk: each shrink step compiles again, and the first failing case names its size as well
     with pytest.raises(CheckFailure) as info:
-        _run(load_specs()["softmax"], _pins_its_size, "compile", 6).run()
+        _run(load_specs()["softmax"], _pins_its_size, "compile", 6, shrink=False).run()
     report = str(info.value)
     assert "compiled for these sizes only" in report and "size()" in report, report
 
@@ -41,7 +42,7 @@ def test_the_same_kernel_without_the_lookup_passes_compile():
 
 def test_declaring_static_shapes_accepts_a_pinned_graph():
     spec = dataclasses.replace(load_specs()["softmax"], dynamic_shapes=False)
-    _run(spec, _pins_its_size, "compile", 4).run()
+    _run(spec, _pins_its_size, "compile", 2).run()  # two cases: each new size compiles for seconds
 
 
 def test_the_compile_check_compiles_with_the_compiled_graph_caches_off(monkeypatch):
@@ -130,3 +131,14 @@ def test_the_recorder_marks_a_call_whose_outputs_hold_a_nan():
                                                                           ("fkh::softmax", True)]
     assert "test_aot_dispatch_dynamic" in _opcheck_tests(False)
     assert "test_aot_dispatch_dynamic" not in _opcheck_tests(True)
+
+
+def test_a_property_run_without_shrinking_keeps_every_other_phase_of_the_profile():
+    from hypothesis import Phase, settings
+
+    spec = load_specs()["softmax"]
+    plain = PropertyRun(spec, "triton", "float32", "compile", current_device())._settings(None)
+    unshrunk = PropertyRun(spec, "triton", "float32", "compile", current_device(), shrink=False)._settings(None)
+    assert Phase.shrink in plain.phases and Phase.shrink not in unshrunk.phases
+    assert set(unshrunk.phases) == set(settings.default.phases) - {Phase.shrink}
+    assert unshrunk.max_examples == plain.max_examples
