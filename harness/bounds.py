@@ -38,7 +38,8 @@ statistics in bf16, as the CPU's eager does, so its gradients' floors there are 
 terms where the GPU's are an fp32 ulp; looser on the CPU, never tighter.
 
 What it cannot derive it says: an operator with no rule here and no decomposition in
-``torch._decomp`` raises ``NotDerivable``, and the checks compare without a floor.
+``torch._decomp`` raises ``NotDerivable``; the checks then warn (``DerivationWarning``, naming it)
+and compare without a floor.
 """
 
 from __future__ import annotations
