@@ -70,6 +70,9 @@ class BenchmarkRecord:
     recheck_detail: str | None = _field(str, only_if_set=True, default=None)  # a failed recheck's first line
     peer: bool = _field(bool, only_if_set=True, default=False)  # a spec's optional third-party peer
     launch_overhead: bool = _field(bool, only_if_set=True, default=False)  # the tiny shape
+    # what this implementation warned on its first call at this shape ("Category: message"): a
+    # kernel that falls back to a slower path, a peer that recompiles, a failed native build
+    warnings: list = _field(list, only_if_set=True, default=())
 
     def to_json(self) -> dict[str, Any]:
         """The record as the results file holds it (field order kept; unset only_if_set fields left out)."""
@@ -78,8 +81,19 @@ class BenchmarkRecord:
             value = getattr(self, f.name)
             if f.metadata["only_if_set"] and not value:
                 continue
-            out[f.metadata["json_name"] or f.name] = value
+            out[f.metadata["json_name"] or f.name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+def warned(records: list[dict[str, Any]]) -> list[str]:
+    """One line per (benchmark, implementation, warning) of a results file's records, each once
+    (a warning shows on the device and the wall record of a call alike)."""
+    lines = []
+    for r in records:
+        for warning in r.get("warnings") or ():
+            shape = "x".join(str(v) for v in r["shape"].values())
+            lines.append(f"{r['spec']} {r['pass']} {shape} {r['dtype']} {r['implementation']}: {warning}")
+    return list(dict.fromkeys(lines))
 
 
 def schema() -> tuple[dict[str, Any], dict[str, Any]]:

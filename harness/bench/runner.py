@@ -20,6 +20,7 @@ import math
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,7 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # the inputs' time, not the first timed call's
         inputs_done = time.perf_counter()
+        warned = _first_call_warnings(calls)  # the first calls: part of the warm-up
         samples = time_interleaved({**calls, SAME_SIZE_COPY: same_size_copy(nbytes, device)}, device, plan)
         copy_ms = median(samples.pop(SAME_SIZE_COPY))
         slowest = max(median(t) for t in samples.values())
@@ -323,13 +325,27 @@ def _bench_shape(spec: KernelSpec, shape: BenchShape, device: torch.device, roof
         if device.type == "cuda":
             torch.cuda.empty_cache()
         rechecks = {name: _recheck(spec, fns[name], pass_, cases[0], device) for name in samples if not _context(spec, name)}
-        common = dict(pass_=pass_, nbytes=nbytes, flops=flops, roofline=roofline, launch_overhead=launch_overhead)
+        common = dict(pass_=pass_, nbytes=nbytes, flops=flops, roofline=roofline, launch_overhead=launch_overhead,
+                      warned=warned)
         records += _figure_records(spec, shape, "device", samples, rechecks, copy_ms=copy_ms, **common)
         records += _figure_records(spec, shape, "wall", wall, rechecks, copy_ms=None, **common)
         if on_case:
             on_case(f"{label}: inputs {inputs_done - started:.1f} s, warm-up (compiles included) and timing "
                     f"{timed - inputs_done:.1f} s, re-checks {time.perf_counter() - timed:.1f} s")
     return records
+
+
+def _first_call_warnings(calls: dict[str, Callable[[int], object]]) -> dict[str, list[str]]:
+    """Each implementation's first call at this shape, outside the timing, with every warning it
+    raises kept ("Category: message"): a kernel that falls back to a slower path or a native build
+    that failed says so in the results, not only in a log."""
+    out = {}
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call(0)
+        out[name] = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    return out
 
 
 def _context(spec: KernelSpec, name: str) -> bool:
@@ -345,7 +361,8 @@ def _recheck(spec: KernelSpec, fn: Callable, pass_: str, case: Case, device) -> 
 
 def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: dict[str, list[float]],
                     rechecks: dict[str, tuple[str, str | None]], *, pass_: str, nbytes: float, flops: float,
-                    roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool) -> list[dict]:
+                    roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool,
+                    warned: dict[str, list[str]] | None = None) -> list[dict]:
     """One record per implementation for one figure of one pass of one shape. ``best_peer`` names
     the fastest context implementation (eager, compile or a peer) in this figure;
     ``speedup_vs_best_peer`` is its median over this one's, with the bootstrap interval of that
@@ -379,6 +396,6 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             best_peer=best, speedup_vs_best_peer=_ratio(context.get(best), ms),
             vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
             recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
-            launch_overhead=launch_overhead,
+            launch_overhead=launch_overhead, warnings=tuple((warned or {}).get(name, ())),
         ).to_json())
     return records

@@ -21,6 +21,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from harness.bench.record import warned
 from harness.io import atomic_write_text
 from harness.report.model import (
     numerics_note,
@@ -364,6 +365,7 @@ def report_context(results: Mapping, history: Sequence[Mapping] | None = None) -
         "performance_measured": measured,
         "not_benchmarked": results.get("not_benchmarked") or [],
         "peers_not_timed": results.get("peers_not_timed") or [],
+        "first_call_warnings": warned(results.get("benchmarks") or []),
         "benchmark_errors": results.get("benchmark_errors") or [],
         "performance_note": results["performance_note"] or "no reason given",
         "incomplete": results.get("incomplete"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from harness.bench.record import warned
 from harness.io import atomic_write_text
 from harness.report.model import (
     benchmark_groups,
@@ -104,6 +105,9 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
         lines += ["", f"> ⚠️ **Benchmarks are partial:** {_cell(results['performance_note'])}. Not measured: {left_out}"]
     if results.get("peers_not_timed"):
         lines += ["", "> ℹ️ **Peers not timed here:** " + "; ".join(_cell(p) for p in results["peers_not_timed"])]
+    cautions = warned(results.get("benchmarks") or [])
+    if cautions:
+        lines += ["", f"> ⚠️ **Warnings on a first call ({len(cautions)}):** " + "; ".join(_cell(w) for w in cautions)]
     if results.get("benchmark_errors"):
         lines += ["", f"> ❌ **Benchmarks that raised ({len(results['benchmark_errors'])}):** "
                   + "; ".join(_cell(e) for e in results["benchmark_errors"])]

@@ -230,6 +230,33 @@ def test_an_optional_peer_that_is_not_installed_is_named_with_how_to_install_it(
     assert line.startswith("softmax peer missing: missing: No module named") and "pip install missing-lib" in line
 
 
+@pytest.mark.filterwarnings("ignore:the fast path is off here")  # the timed calls warn again
+def test_a_warning_on_an_implementations_first_call_is_kept_in_its_records_and_shown_in_the_reports(fake_clock):
+    """A kernel that falls back to a slower path, or a native build that failed, warns once: the
+    benchmark keeps what each implementation warned on its first call at each shape, and the
+    summary and the HTML report show it, where a log line alone would be lost."""
+    import warnings
+
+    from harness.report.markdown import render_markdown
+
+    def falls_back(x):
+        warnings.warn("the fast path is off here: a slower one runs", RuntimeWarning)
+        return torch.softmax(x, -1)
+
+    spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": falls_back}))
+    records = runner.bench_spec(spec, _DEVICE, None, quick=True, plan=runner.TimingPlan(repetitions=12, input_sets=1))
+    peer = [r for r in records if r["implementation"] == "library"]
+    assert peer and all(r["warnings"] == ["RuntimeWarning: the fast path is off here: a slower one runs"] for r in peer)
+    assert all("warnings" not in r for r in records if r["implementation"] != "library")
+    results = make_results()
+    results["benchmarks"] = records
+    results = validate_results(results)
+    line = "softmax forward 3x40 float32 library: RuntimeWarning: the fast path is off here"
+    assert line in render_markdown(results) and line in html_report(results)
+    assert render_markdown(results).count(line) == 1  # the device and the wall record say it once
+
+
 @pytest.mark.parametrize("peers, message", [
     ({"eager": lambda x: x}, "perf.peers"),
     ({"triton": lambda x: x}, "already an implementation"),
