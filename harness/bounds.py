@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.fx.operator_schemas import normalize_function
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 aten = torch.ops.aten
@@ -291,7 +292,7 @@ def _scalar(x: Any, default: float = 1.0) -> float:
 
 @_rule(aten.add, aten.sub, aten.rsub)
 def _add(func, args, kwargs):
-    alpha = abs(_scalar(kwargs.get("alpha", args[2] if len(args) > 2 else 1)))
+    alpha = abs(_scalar(_bind(func, args, kwargs).get("alpha")))
     if not isinstance(args[1], torch.Tensor):  # x + scalar
         return _arith(func, args, kwargs, lambda a, r: [torch.ones_like(r)])
     first, second = (alpha, 1.0) if func.overloadpacket is aten.rsub else (1.0, alpha)
@@ -408,20 +409,17 @@ def _extreme(func, args, kwargs):
 @_rule(aten.amax, aten.amin, aten.max, aten.min)
 def _select(func, args, kwargs):
     """A maximum is one of its operands: at most the largest error among them."""
+    if len(args) > 1 and isinstance(args[1], torch.Tensor):  # max(a, b): elementwise
+        return _extreme(func, args, kwargs)
     dtypes = _out_dtypes(func, args, kwargs)
     values = func(*tree_map(_value, args), **tree_map(_value, kwargs))
-    if len(args) > 1 and isinstance(args[1], torch.Tensor):
-        return _extreme(func, args, kwargs)
-    x = args[0]
-    if func.overloadpacket in (aten.amax, aten.amin):
-        dim = args[1] if len(args) > 1 else kwargs.get("dim", [])
-        keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
-        amp = x.amp.amax(dim=dim, keepdim=keep) if x.amp.numel() else x.amp
-    elif len(args) > 1:  # max.dim: (values, indices)
-        keep = args[2] if len(args) > 2 else kwargs.get("keepdim", False)
-        amp = (x.amp.amax(dim=args[1], keepdim=keep), None)
-    else:
+    x, call = args[0], _bind(func, args, kwargs)
+    if "dim" not in call:  # max(x): the whole tensor's
         amp = x.amp.max()
+    else:
+        amp = x.amp.amax(dim=call["dim"], keepdim=bool(call["keepdim"])) if x.amp.numel() else x.amp
+        if func.overloadpacket in (aten.max, aten.min):  # (values, indices)
+            amp = (amp, None)
     return _wrap(values, amp, x.rho, dtypes)
 
 
@@ -432,9 +430,7 @@ def _sum(func, args, kwargs):
     (dtype,) = _out_dtypes(func, args, kwargs)
     rest, options = tuple(tree_map(_value, args[1:])), tree_map(_value, kwargs)
     x = args[0]
-    values = func(_value(x), *rest, **options)
-    if not isinstance(x, Bounded):
-        return Bounded(values, torch.zeros_like(values), _eps(dtype), dtype)
+    values = func(x.value, *rest, **options)
     magnitudes = func(x.value.abs(), *rest, **options)
     amp = func(x.amp, *rest, **options) + _excess(x.rho + _accumulator_eps(dtype), magnitudes, values)
     return Bounded(values, _finite(amp), max(x.rho, _eps(dtype)), dtype)
@@ -472,16 +468,11 @@ def _variance(x: Bounded, dims, correction: float, keepdim: bool) -> Bounded:
 
 
 def _bind(func, args, kwargs) -> dict[str, Any]:
-    """The call's arguments by their schema names, defaults filled in."""
-    bound = {}
-    for k, argument in enumerate(func._schema.arguments):
-        if k < len(args) and not argument.kwarg_only:
-            bound[argument.name] = args[k]
-        elif argument.name in kwargs:
-            bound[argument.name] = kwargs[argument.name]
-        else:
-            bound[argument.name] = argument.default_value if argument.has_default_value() else None
-    return bound
+    """The call's arguments by their schema names, defaults filled in (torch.fx's normaliser)."""
+    bound = normalize_function(func, args, kwargs, normalize_to_only_use_kwargs=True)
+    if bound is None:
+        raise NotDerivable(f"{func}: its arguments do not bind to its schema")
+    return bound.kwargs
 
 
 @_rule(torch.ops.prims.var, aten.var, aten.var_mean)
@@ -489,9 +480,9 @@ def _var(func, args, kwargs):
     call = _bind(func, args, kwargs)
     x, dims = args[0], call.get("dim", call.get("dims"))
     correction = call.get("correction")
-    if correction is None:
-        correction = 1 if call.get("unbiased", True) in (True, None) else 0
-    keepdim = bool(call.get("keepdim") or False)
+    if correction is None:  # the overloads with ``unbiased`` (None: its default, True)
+        correction = 0 if call.get("unbiased") is False else 1
+    keepdim = bool(call.get("keepdim"))
     variance = _variance(x, dims, float(correction), keepdim)
     if func.overloadpacket is aten.var_mean:
         all_dims = list(range(x.dim())) if dims is None else dims
@@ -510,8 +501,8 @@ def _matmul_rule(func, args, kwargs, a_index: int, b_index: int, bias_index: int
     va, vb = _value(a).abs(), _value(b).abs()
     amp = product(va, _amp(b)) + product(_amp(a), vb)
     magnitudes = product(va, vb)
-    call = _bind(func, args, kwargs)
     if bias_index is not None:
+        call = _bind(func, args, kwargs)
         alpha, beta = abs(_scalar(call.get("alpha"))), abs(_scalar(call.get("beta")))
         amp, magnitudes = alpha * amp + beta * _amp(args[bias_index]), alpha * magnitudes + beta * _value(args[bias_index]).abs()
     rho_in = _rho(a) + _rho(b) + (_rho(args[bias_index]) if bias_index is not None else 0.0)

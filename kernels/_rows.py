@@ -574,9 +574,7 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes, and run
 # fastest with programs of one 1024-wide row and 4 elements a thread (8 warps): tanh bias-GELU
 # and SwiGLU a tenth to a fifth faster than on the 16-bit tile, and GEGLU fastest on it too;
-# add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile. Exact
-# bias-GELU's fp32 forward, whose value is eager's fp32 form (kernels/_activations.py), runs on it
-# near copy bandwidth.
+# add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # An fp32 forward whose arithmetic is fp32 (exact bias-GELU's value, eager's own fp32 form) is
 # bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8 elements a thread

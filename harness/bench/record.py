@@ -72,7 +72,7 @@ class BenchmarkRecord:
     launch_overhead: bool = _field(bool, only_if_set=True, default=False)  # the tiny shape
     # what this implementation warned on its first call at this shape ("Category: message"): a
     # kernel that falls back to a slower path, a peer that recompiles, a failed native build
-    warnings: list = _field(list, only_if_set=True, default=())
+    warnings: tuple[str, ...] = _field(list, only_if_set=True, default=())  # a JSON list
 
     def to_json(self) -> dict[str, Any]:
         """The record as the results file holds it (field order kept; unset only_if_set fields left out)."""

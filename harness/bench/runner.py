@@ -362,7 +362,7 @@ def _recheck(spec: KernelSpec, fn: Callable, pass_: str, case: Case, device) -> 
 def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: dict[str, list[float]],
                     rechecks: dict[str, tuple[str, str | None]], *, pass_: str, nbytes: float, flops: float,
                     roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool,
-                    warned: dict[str, list[str]] | None = None) -> list[dict]:
+                    warned: dict[str, list[str]]) -> list[dict]:
     """One record per implementation for one figure of one pass of one shape. ``best_peer`` names
     the fastest context implementation (eager, compile or a peer) in this figure;
     ``speedup_vs_best_peer`` is its median over this one's, with the bootstrap interval of that
@@ -396,6 +396,6 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             best_peer=best, speedup_vs_best_peer=_ratio(context.get(best), ms),
             vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
             recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
-            launch_overhead=launch_overhead, warnings=tuple((warned or {}).get(name, ())),
+            launch_overhead=launch_overhead, warnings=tuple(warned.get(name, ())),
         ).to_json())
     return records
