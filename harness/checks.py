@@ -185,7 +185,11 @@ def flushed_reference(prepared: Prepared) -> bool:
     """Whether a case also runs its reference with fp32 subnormals flushed: 16-bit and fp32 cases,
     whose kernels compute in fp32 (fp64 has no flush to model), up to FLUSH_LIMIT elements."""
     wide = torch_dtype(prepared.case.dtype) in (torch.float16, torch.bfloat16, torch.float32)
-    return wide and sum(p.tensor.numel() for p in prepared.placed.values()) <= FLUSH_LIMIT
+    return wide and _within_flush_limit(prepared)
+
+
+def _within_flush_limit(prepared: Prepared) -> bool:
+    return sum(p.tensor.numel() for p in prepared.placed.values()) <= FLUSH_LIMIT
 
 
 def _flushed_copies(prepared: Prepared, names: tuple[str, ...] = (), perturb: int | None = None) -> dict:
@@ -247,7 +251,7 @@ def derived_gradient_floors(spec: KernelSpec, prepared: Prepared, names: tuple[s
 
 
 def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
-    return spec.numerics.derive_floors and sum(p.tensor.numel() for p in prepared.placed.values()) <= FLUSH_LIMIT
+    return spec.numerics.derive_floors and _within_flush_limit(prepared)
 
 
 def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any) -> Any:
