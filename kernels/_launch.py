@@ -318,7 +318,7 @@ def _quiet_numpy():
 
 
 PLAN_LIMIT = 1024
-_PLAN_TABLES: list[dict] = []
+_PLAN_TABLES: list = []  # dicts, and the native path's C++ tables (anything with clear())
 
 
 def plan_table() -> dict:
@@ -327,6 +327,12 @@ def plan_table() -> dict:
     table: dict = {}
     _PLAN_TABLES.append(table)
     return table
+
+
+def register_table(table: object) -> None:
+    """Add a table kept elsewhere (the native path's C++ ones: anything with ``clear()``) to those
+    :func:`forget_plans` empties."""
+    _PLAN_TABLES.append(table)
 
 
 def forget_plans() -> None:

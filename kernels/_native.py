@@ -307,6 +307,58 @@ def _keep_alive(*builders: Builder | None) -> None:
             _RECORDED[id(compiled)] = compiled
 
 
+class Entry:
+    """An op's programs by call signature, in C++ (``Entry`` in native.cpp): an entry point's
+    first step, before its Python checks.
+
+    ``entry.call(*tensors, *floats, *ints)`` (in the order its programs take them) runs the program
+    recorded for the call's signature and returns its outputs (the output itself where ``single``),
+    or None: a signature with no program yet, one recorded as not served, an argument that is not
+    None or a plain CUDA ``torch.Tensor`` (a subclass, a functorch wrapper), or a scalar that breaks
+    a rule below. On None the op takes its Python path, which validates the call and, through
+    :meth:`remember`, records the signature's program (or that it is not served).
+
+    The key holds grad mode and, per tensor, its dtype, device, 16-byte alignment, requires_grad,
+    sizes and strides: every field of the ops' Python plan keys. A program found under it is the one
+    the Python path would run, and every check that the Python path made on an earlier call of the
+    signature holds again, the scalars' aside: those the entry repeats. Each float must be a Python
+    float or int, finite, at least its minimum, and 0 where the tensor argument it needs is None
+    (``floats``: one ``(minimum, index of that tensor or None)`` per float). Ints are taken as
+    given: an op whose program or checks depend on an int's value cannot use an entry.
+
+    Call only where :func:`enabled` holds; the entry is built at the first call. It is one of the
+    plan tables that ``kernels._launch.forget_plans`` empties, and starts afresh at
+    ``_launch.PLAN_LIMIT`` signatures, as they do."""
+
+    def __init__(self, tensors: int, floats: Sequence[tuple[float, int | None]] = (), ints: int = 0,
+                 single: bool = True):
+        self._shape = (tensors, [float(low) for low, _ in floats], [-1 if need is None else need for _, need in floats],
+                       ints, single, _launch.PLAN_LIMIT)
+        self._entry: Any = None
+        self.call = self._first_call
+        _launch.register_table(self)
+
+    def _built(self) -> Any:
+        if self._entry is None:
+            self._entry = module().Entry(*self._shape)
+            self.call = self._entry  # later calls go straight to C++
+        return self._entry
+
+    def _first_call(self, *args: object) -> Any:
+        return self._built()(*args)
+
+    def remember(self, tensors: Sequence[torch.Tensor | None], prog: Any) -> None:
+        """Record ``prog`` (a program, or :data:`NOT_SERVED`) for the signature of ``tensors``."""
+        self._built().remember(tuple(tensors), None if prog is NOT_SERVED else prog)
+
+    def clear(self) -> None:
+        if self._entry is not None:
+            self._entry.clear()
+
+    def __len__(self) -> int:
+        return 0 if self._entry is None else len(self._entry)
+
+
 def apply(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:
     """Run ``prog``'s forward and record its backward node; returns the outputs."""
     return _STATE[0].apply(prog, inputs, floats, ints)

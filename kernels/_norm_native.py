@@ -22,11 +22,17 @@ from kernels import _launch, _native, _norm
 _PLANS = _launch.plan_table()
 _NONE = _native.NOT_SERVED
 
+# The entry points' first step (``_native.Entry``): ``LAYER_NORM.call(x, weight, bias, eps, 0.0)``
+# and ``RMS_NORM.call(x, weight, None, eps, weight_offset)`` run a recorded signature's program
+# with no Python, or return None. eps >= 0; RMSNorm's offset is 0 without a weight.
+LAYER_NORM = _native.Entry(3, floats=((0.0, None), (float("-inf"), None)))
+RMS_NORM = _native.Entry(3, floats=((0.0, None), (float("-inf"), 1)))
+
 
 def call(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, w_offset: float,
          rms: bool) -> torch.Tensor | None:
     """The norm of x's rows through the native path, or None where it does not serve this call
-    (arguments validated by the caller)."""
+    (arguments validated by the caller). Records the call's program in the op's entry."""
     if not _native.enabled():
         return None
     grad = torch.is_grad_enabled() and (x.requires_grad or (weight is not None and weight.requires_grad)
@@ -38,6 +44,7 @@ def call(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None
     program = _PLANS.get(key)
     if program is None:
         program = _launch.remember(_PLANS, key, _program(x, weight, bias, rms, needs))
+    (RMS_NORM if rms else LAYER_NORM).remember((x, weight, bias), program)  # the next call's fast path
     if program is _NONE:
         return None
     if needs is None:

@@ -279,6 +279,9 @@ def _backward_plan(y: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor) -> Calla
 # The native path (kernels/_native.py): one program per layout that is read in place, with its
 # backward where x needs a gradient; the same kernels, tiles and arguments as the plans above.
 _NATIVE_PLANS = _launch.plan_table()
+# The entry point's first step (``_native.Entry``): ``_ENTRY.call(x)`` runs a recorded signature's
+# program with no Python, or returns None.
+_ENTRY = _native.Entry(1)
 
 
 def _native_program(x: torch.Tensor, grad: bool) -> object:
@@ -369,6 +372,10 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     Raises TypeError for a non-tensor or an unsupported dtype, ValueError for a 0-d tensor or a
     tensor on the wrong device.
     """
+    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+        y = _ENTRY.call(x)
+        if y is not None:
+            return y
     check_tensor(OP, "x", x, dtypes=DTYPES, min_ndim=1)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return softmax_op(x)
@@ -378,6 +385,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
         program = _NATIVE_PLANS.get(key)
         if program is None:
             program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, grad))
+        _ENTRY.remember((x,), program)  # the next call's fast path
         if program is not _native.NOT_SERVED:
             return (_native.apply if grad else _native.run)(program, [x], [], [])[0]
     if grad:

@@ -16,13 +16,16 @@
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <dlfcn.h>
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <unordered_map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -397,10 +400,9 @@ std::vector<at::Tensor> given_tensors(const std::vector<std::optional<at::Tensor
   return tensors;
 }
 
-// A call with no graph to record: the forward program alone.
-std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
-                            const std::vector<double>& floats, const std::vector<int64_t>& ints) {
-  std::vector<at::Tensor> slots = given_tensors(inputs);
+// A call with no graph to record: the forward program alone, given its inputs (undefined: None).
+std::vector<at::Tensor> run_given(const ProgramPtr& program, std::vector<at::Tensor> slots,
+                                  const std::vector<double>& floats, const std::vector<int64_t>& ints) {
   program->run(slots, floats, ints, call_device(slots));
   std::vector<at::Tensor> outputs;
   outputs.reserve(program->outputs.size());
@@ -408,9 +410,9 @@ std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::op
   return outputs;
 }
 
-// A call that records its backward (the program must have one).
-std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
-                              const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+// A call that records its backward (the program must have one), given its inputs (undefined: None).
+std::vector<at::Tensor> apply_given(const ProgramPtr& program, const std::vector<at::Tensor>& inputs,
+                                    const std::vector<double>& floats, const std::vector<int64_t>& ints) {
   FKH_REQUIRE(program->backward, "apply() needs a program with a backward");
   FKH_REQUIRE(program->backward->outputs.size() == inputs.size(), "a program of ",
               program->backward->outputs.size(), " inputs given ", inputs.size());
@@ -419,11 +421,189 @@ std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::
   tensors.reserve(inputs.size());
   present.reserve(inputs.size());
   for (const auto& t : inputs) {
-    const bool given = t.has_value() && t->defined();
-    present.push_back(given);
-    if (given) tensors.push_back(*t);
+    present.push_back(t.defined());
+    if (t.defined()) tensors.push_back(t);
   }
   return NativeFunction::apply(at::TensorList(tensors), program, floats, ints, present);
+}
+
+std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
+                            const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+  return run_given(program, given_tensors(inputs), floats, ints);
+}
+
+std::vector<at::Tensor> apply(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
+                              const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+  return apply_given(program, given_tensors(inputs), floats, ints);
+}
+
+// ---- an op's entry: its programs by call signature --------------------------------------------
+
+// A call's signature as the key of an Entry's table: grad mode, then per tensor argument -1 where
+// it is None, else its dtype, device, 16-byte alignment, requires_grad, sizes and strides. It
+// holds every field of the Python plan keys (kernels/_norm_native.py, kernels/softmax.py) and
+// more, so a program found under it is the one the Python path records for the call.
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& key) const noexcept {
+    size_t h = key.size();
+    for (int64_t v : key) h ^= static_cast<size_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+// Whether `t` is a tensor the programs may be given: strided, on CUDA, and carrying no dispatch
+// key that gives it other semantics (a Python subclass's, functorch's wrappers, functionalization,
+// a conjugate or negative view).
+bool plain(const at::Tensor& t) {
+  static const c10::DispatchKeySet other({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+                                          c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Functionalize,
+                                          c10::DispatchKey::Conjugate, c10::DispatchKey::Negative,
+                                          c10::DispatchKey::ZeroTensor});
+  return t.layout() == c10::kStrided && t.is_cuda() && !t.key_set().has_any(other);
+}
+
+// The key of a call's tensors (`args`' first `count`), or false where one is neither None nor a
+// plain torch.Tensor (or Parameter) that plain() accepts.
+bool signature(PyObject* const* args, int64_t count, std::vector<int64_t>& key, std::vector<at::Tensor>& tensors,
+               bool& grad) {
+  const bool grad_mode = at::GradMode::is_enabled();
+  key.push_back(grad_mode);
+  bool any_requires = false;
+  for (int64_t i = 0; i < count; ++i) {
+    PyObject* obj = args[i];
+    if (obj == Py_None) {
+      key.push_back(-1);
+      tensors.emplace_back();
+      continue;
+    }
+    if (!THPVariable_CheckExact(obj)) return false;
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    if (!plain(t)) return false;
+    const bool needs_grad = t.requires_grad();
+    any_requires = any_requires || needs_grad;
+    key.push_back(static_cast<int64_t>(t.scalar_type()));
+    key.push_back(t.device().index());
+    key.push_back((reinterpret_cast<uintptr_t>(t.data_ptr()) & 15) == 0);
+    key.push_back(needs_grad);
+    key.push_back(t.dim());
+    for (int64_t size : t.sizes()) key.push_back(size);
+    for (int64_t stride : t.strides()) key.push_back(stride);
+    tensors.push_back(t);
+  }
+  grad = grad_mode && any_requires;
+  return true;
+}
+
+// One op's table of programs by call signature, and its call: given the op's arguments (its
+// tensors, None where absent, then its float and its int scalars, in the order its programs take
+// them), the program recorded for their signature runs, all in C++; a call whose signature has no
+// program (not recorded yet, or recorded as not served), or whose scalar breaks a rule below,
+// returns None and the op takes its Python path, which validates it and records its program.
+// The Python path validated every earlier call of a signature; its checks read only what the key
+// holds and the scalars, and the scalars' checks are repeated here: finite, at least `float_min`,
+// and 0 where `float_needs` names a tensor argument that is None.
+struct Entry {
+  int64_t tensors = 0;
+  std::vector<double> float_min;
+  std::vector<int64_t> float_needs;
+  int64_t ints = 0;
+  bool single = false;  // the call returns its one output, not a list
+  size_t limit = 0;     // a table this full starts afresh (kernels/_launch.py's PLAN_LIMIT)
+  std::unordered_map<std::vector<int64_t>, ProgramPtr, KeyHash> programs;
+
+  size_t arity() const { return static_cast<size_t>(tensors) + float_min.size() + static_cast<size_t>(ints); }
+
+  pybind11::object call(const pybind11::args& args) const {
+    if (args.size() != arity()) return pybind11::none();
+    PyObject* const* items = &PySequence_Fast_ITEMS(args.ptr())[0];
+    std::vector<double> floats;
+    floats.reserve(float_min.size());
+    for (size_t i = 0; i < float_min.size(); ++i) {
+      PyObject* obj = items[tensors + i];
+      double value;
+      if (PyFloat_CheckExact(obj)) {
+        value = PyFloat_AS_DOUBLE(obj);
+      } else if (PyLong_CheckExact(obj)) {
+        value = PyLong_AsDouble(obj);
+        if (value == -1.0 && PyErr_Occurred()) {
+          PyErr_Clear();
+          return pybind11::none();
+        }
+      } else {
+        return pybind11::none();
+      }
+      if (!std::isfinite(value) || value < float_min[i]) return pybind11::none();
+      if (value != 0.0 && float_needs[i] >= 0 && items[float_needs[i]] == Py_None) return pybind11::none();
+      floats.push_back(value);
+    }
+    std::vector<int64_t> int_values;
+    int_values.reserve(ints);
+    for (int64_t i = 0; i < ints; ++i) {
+      PyObject* obj = items[tensors + float_min.size() + i];
+      if (!PyLong_CheckExact(obj)) return pybind11::none();
+      int overflow = 0;
+      const long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+      if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return pybind11::none();
+      }
+      int_values.push_back(value);
+    }
+    std::vector<int64_t> key;
+    key.reserve(8 + 8 * tensors);
+    std::vector<at::Tensor> given;
+    given.reserve(tensors);
+    bool grad = false;
+    if (!signature(items, tensors, key, given, grad)) return pybind11::none();
+    const auto found = programs.find(key);
+    if (found == programs.end() || !found->second) return pybind11::none();
+    const ProgramPtr& program = found->second;
+    FKH_REQUIRE(static_cast<bool>(program->backward) == grad, "a program recorded ",
+                program->backward ? "with" : "without", " a backward for a call that ", grad ? "records" : "records no",
+                " graph");
+    std::vector<at::Tensor> outputs = grad ? apply_given(program, given, floats, int_values)
+                                           : run_given(program, std::move(given), floats, int_values);
+    if (single) return pybind11::reinterpret_steal<pybind11::object>(THPVariable_Wrap(std::move(outputs.at(0))));
+    pybind11::list result(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      result[i] = pybind11::reinterpret_steal<pybind11::object>(THPVariable_Wrap(std::move(outputs[i])));
+    }
+    return result;
+  }
+
+  // Record `program` (None: the signature is not served) for the signature of `tensors`; false
+  // where a tensor is one the table does not key (then the call keeps the Python path).
+  bool remember(const pybind11::tuple& given, const std::optional<ProgramPtr>& program) {
+    FKH_REQUIRE(static_cast<int64_t>(given.size()) == tensors, "an entry of ", tensors, " tensors given ",
+                given.size());
+    std::vector<int64_t> key;
+    std::vector<at::Tensor> unused;
+    bool grad = false;
+    if (!signature(&PySequence_Fast_ITEMS(given.ptr())[0], tensors, key, unused, grad)) return false;
+    if (program.has_value()) {
+      FKH_REQUIRE(static_cast<bool>((*program)->backward) == grad, "a program ",
+                  (*program)->backward ? "with" : "without", " a backward recorded for a call that ",
+                  grad ? "records" : "records no", " graph");
+    }
+    if (programs.size() >= limit) programs.clear();
+    programs[std::move(key)] = program.value_or(ProgramPtr());
+    return true;
+  }
+};
+
+Entry make_entry(int64_t tensors, std::vector<double> float_min, std::vector<int64_t> float_needs, int64_t ints,
+                 bool single, int64_t limit) {
+  FKH_REQUIRE(tensors >= 0 && ints >= 0 && limit > 0, "an entry's counts are >= 0 and its limit > 0");
+  FKH_REQUIRE(float_needs.size() == float_min.size(), "one float_needs per float");
+  for (int64_t t : float_needs) FKH_REQUIRE(t >= -1 && t < tensors, "float_needs ", t, " of ", tensors);
+  Entry entry;
+  entry.tensors = tensors;
+  entry.float_min = std::move(float_min);
+  entry.float_needs = std::move(float_needs);
+  entry.ints = ints;
+  entry.single = single;
+  entry.limit = static_cast<size_t>(limit);
+  return entry;
 }
 
 using ParamTuple = std::tuple<int64_t, int64_t, int64_t, double>;
@@ -495,6 +675,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(pybind11::init(&fkh_native::make_program))
       .def_property_readonly("launches", [](const fkh_native::Program& p) { return p.launches.size(); })
       .def_property_readonly("allocations", [](const fkh_native::Program& p) { return p.allocs.size(); });
+  pybind11::class_<fkh_native::Entry>(m, "Entry")
+      .def(pybind11::init(&fkh_native::make_entry))
+      .def("__call__", &fkh_native::Entry::call)
+      .def("remember", &fkh_native::Entry::remember)
+      .def("clear", [](fkh_native::Entry& e) { e.programs.clear(); })
+      .def("__len__", [](const fkh_native::Entry& e) { return e.programs.size(); });
   m.def("run", &fkh_native::run, "Run a forward program with no graph recorded; returns its outputs");
   m.def("apply", &fkh_native::apply, "Run a forward program and record its backward; returns its outputs");
 }

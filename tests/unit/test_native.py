@@ -349,3 +349,128 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
         assert (ours is None) == (python is None)
         if ours is not None:
             torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+# -- the entries: a signature's program found and run in C++ ------------------------------------
+
+def test_an_entry_is_built_at_its_first_call_then_called_directly_and_forgotten_with_the_plans(monkeypatch):
+    made = []
+
+    class FakeEntry:
+        def __init__(self, *shape):
+            made.append(shape)
+            self.programs = {}
+
+        def __call__(self, *args):
+            return self.programs.get(len(args))
+
+        def remember(self, tensors, program):
+            self.programs[len(tensors)] = program
+
+        def clear(self):
+            self.programs.clear()
+
+        def __len__(self):
+            return len(self.programs)
+
+    monkeypatch.setattr(_native, "_STATE", [types.SimpleNamespace(Entry=FakeEntry), None])
+    entry = _native.Entry(2, floats=((0.0, None), (float("-inf"), 1)))
+    assert made == [] and len(entry) == 0
+    assert entry.call("x", "w", 1.0, 0.0) is None
+    assert made == [(2, [0.0, float("-inf")], [-1, 1], 0, True, _launch.PLAN_LIMIT)]
+    assert isinstance(entry.call, FakeEntry), "later calls do not go straight to the C++ entry"
+    entry.remember(["a", "b", "c", "d"], "program")
+    entry.remember(["a"], _native.NOT_SERVED)
+    assert entry._entry.programs == {4: "program", 1: None}, "not served is recorded as None"
+    _launch.forget_plans()
+    assert len(entry) == 0
+
+
+def _fast_ops():
+    from kernels import layer_norm, rms_norm, softmax
+
+    return {  # the call, its number of tensors, the module and name of its Python checks
+        "layer_norm": (lambda x, w, b: layer_norm.layer_norm(x, w, b), 3, layer_norm, "check_arguments"),
+        "rms_norm with offset": (lambda x, w: rms_norm.rms_norm(x, w, 1e-6, 1.0), 2, rms_norm, "check_arguments"),
+        "rms_norm without weight": (lambda x: rms_norm.rms_norm(x), 1, rms_norm, "check_arguments"),
+        "softmax": (lambda x: softmax.softmax(x), 1, softmax, "check_tensor"),
+    }
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm with offset", "rms_norm without weight", "softmax"])
+@pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((33, 5000), torch.float16)])
+def test_a_signature_s_later_calls_run_from_its_entry_with_the_first_call_s_bits(name, shape, dtype, monkeypatch):
+    """The first call of a signature takes the Python path and records its program; later calls,
+    with and without a graph, never reach the Python checks and compute the same bits."""
+    assert _native.enabled()
+    fn, arity, module, checks = _fast_ops()[name]
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    base = [torch.randn(shape, device="cuda", dtype=dtype, generator=gen)]
+    base += [torch.randn(shape[-1], device="cuda", dtype=dtype, generator=gen) for _ in range(arity - 1)]
+    grad = torch.linspace(-2, 2, base[0].numel(), device="cuda").reshape(shape).to(dtype)
+
+    def run(needs_graph):
+        args = [t.clone().requires_grad_(needs_graph) for t in base]
+        y = fn(*args)
+        if needs_graph:
+            assert type(y.grad_fn).__name__ == "CppFunction"
+            y.backward(grad)
+        else:
+            assert y.grad_fn is None
+        return [y.detach()] + [a.grad for a in args]
+
+    first = {graph: run(graph) for graph in (True, False)}  # the Python path records both programs
+    original = getattr(module, checks)
+    monkeypatch.setattr(module, checks, lambda *a, **k: pytest.fail(f"a recorded signature reached {checks}"))
+    for graph in (True, False, True):
+        for ours, recorded in zip(run(graph), first[graph]):
+            assert (ours is None) == (recorded is None)
+            if ours is not None:
+                torch.testing.assert_close(ours, recorded, rtol=0, atol=0, equal_nan=True)
+    monkeypatch.setattr(module, checks, original)
+
+
+@needs_gpu
+def test_an_entry_leaves_bad_scalars_and_tensor_subclasses_to_the_python_path_s_checks(monkeypatch):
+    from kernels import _norm_native, layer_norm, rms_norm
+
+    assert _native.enabled()
+    x = torch.randn(8, 64, device="cuda")
+    w = torch.randn(64, device="cuda")
+    layer_norm.layer_norm(x, w, None)
+    rms_norm.rms_norm(x)
+    assert len(_norm_native.LAYER_NORM) and len(_norm_native.RMS_NORM)
+    with pytest.raises(ValueError, match="'eps' must be >= 0"):
+        layer_norm.layer_norm(x, w, None, eps=-1.0)
+    with pytest.raises(ValueError, match="'eps' must be finite"):
+        layer_norm.layer_norm(x, w, None, eps=float("nan"))
+    with pytest.raises(TypeError, match="'eps' must be a float"):
+        layer_norm.layer_norm(x, w, None, eps=True)
+    with pytest.raises(ValueError, match="'weight_offset' .* needs a weight"):
+        rms_norm.rms_norm(x, None, 1e-6, 1.0)
+    checked = []
+    monkeypatch.setattr(layer_norm, "check_arguments",
+                        lambda *a, _check=layer_norm.check_arguments: checked.append(1) or _check(*a))
+
+    class Sub(torch.Tensor):
+        pass
+
+    y = layer_norm.layer_norm(x.as_subclass(Sub), w, None)
+    assert checked == [1], "a tensor subclass did not take the Python path"
+    torch.testing.assert_close(y.as_subclass(torch.Tensor), layer_norm.layer_norm(x, w, None), rtol=0, atol=0)
+    assert checked == [1]
+
+
+@needs_gpu
+def test_forgetting_the_plans_empties_the_entries_and_the_next_call_records_again():
+    from kernels import softmax
+
+    assert _native.enabled()
+    x = torch.randn(8, 64, device="cuda")
+    softmax.softmax(x)
+    assert len(softmax._ENTRY) >= 1
+    _launch.forget_plans()
+    assert len(softmax._ENTRY) == 0
+    softmax.softmax(x)
+    assert len(softmax._ENTRY) == 1
