@@ -25,11 +25,15 @@ gradients) as two :class:`Builder` recordings, made once from the launchers that
   allocations and launches, and per forward input the slot of its gradient (or a row of one).
 
 :func:`program` turns the pair into a C++ ``Program``. A call is then one C++ function:
-:func:`apply` (records the backward node) or :func:`run` (no graph), each allocating, packing the
-kernels' arguments and calling ``cuLaunchKernel`` on the current stream, with no Python after the
-entry point's own checks and its plan lookup. The launch is the one Triton's launcher makes: the
-kernel's non-constexpr arguments in order, then its scratch pointers (null: a kernel that needs
-scratch memory, several CTAs, PDL or a cooperative grid is not recorded, and keeps Triton's path).
+:func:`apply` (records the backward node, an autograd node of the kind eager's generated code
+makes) or :func:`run` (no graph), each allocating, packing the kernels' arguments and calling
+``cuLaunchKernel`` on the current stream. An op's :class:`Entry` finds the program of a call
+signature seen before in C++, ahead of the entry point's Python checks: such a call costs one
+Python line (whether the native path is on) and the C++.
+
+The launch is the one Triton's launcher makes: the kernel's non-constexpr arguments in order,
+then its scratch pointers (null: a kernel that needs scratch memory, several CTAs, PDL or a
+cooperative grid is not recorded, and keeps Triton's path).
 
 What ``HARNESS_CHECK_LAUNCH=1`` checks on the Python path (that a launch's arguments specialise
 as those it was compiled for) holds here by construction, and is checked where it can fail: sizes

@@ -6,15 +6,18 @@
 // and the compiled kernels it launches, with every kernel argument named as a slot (an input, an
 // allocation), a per-call scalar or a constant. Python builds one Program per call signature
 // (kernels/_native.py, from the launchers that kernels/_launch.py binds); a call then runs in C++:
-// allocate, pack the arguments, cuLaunchKernel. Its backward is another Program, run by a
-// torch::autograd::Function's node with no Python at all.
+// allocate, pack the arguments, cuLaunchKernel. Its backward is another Program, run by an
+// autograd node of our own (NativeNode) with no Python at all. An op's Entry finds a call's
+// Program by its signature, so a call seen before takes no Python beyond the entry point's first
+// line.
 //
 // The CUDA driver is reached through dlopen/dlsym of libcuda.so.1 (which Triton and torch have
 // loaded already), the stream through c10's device-guard interface, so this file compiles with
 // torch's headers alone: no CUDA toolkit is needed to build it.
 
 #include <torch/extension.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -22,6 +25,7 @@
 #include <dlfcn.h>
 
 #include <climits>
+#include <mutex>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -300,98 +304,115 @@ at::Tensor in_layout(const at::Tensor& t, c10::ScalarType dtype, const std::vect
   return copy;
 }
 
-// The forward's variables are the given tensors that are not None (autograd records each
-// variable's device and shape), `present` marks which inputs they are.
-struct NativeFunction : public torch::autograd::Function<NativeFunction> {
-  static variable_list forward(AutogradContext* ctx, at::TensorList tensors, const ProgramPtr& program,
-                               const std::vector<double>& floats, const std::vector<int64_t>& ints,
-                               const std::vector<int64_t>& present) {
-    std::vector<at::Tensor> slots;
-    slots.reserve(present.size());
-    size_t next = 0;
-    for (int64_t p : present) slots.push_back(p ? tensors[next++] : at::Tensor());
-    program->run(slots, floats, ints, call_device(tensors));
-    variable_list outputs;
-    outputs.reserve(program->outputs.size());
-    for (int64_t slot : program->outputs) outputs.push_back(slots[slot]);
-    variable_list saved;
-    saved.reserve(program->saved.size());
-    for (int64_t slot : program->saved) saved.push_back(slots[slot]);
-    ctx->save_for_backward(saved);
-    ctx->saved_data["program"] = c10::IValue::make_capsule(program);
-    ctx->saved_data["floats"] = floats;
-    ctx->saved_data["ints"] = ints;
-    ctx->saved_data["present"] = present;
-    ctx->set_materialize_grads(false);  // an unused output's gradient is made (zeros) only where a kernel reads it
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (!program->differentiable[i]) ctx->mark_non_differentiable({outputs[i]});
-    }
-    return outputs;
+// The backward node a forward that records a graph creates: autograd's own kind of node (the kind
+// eager's generated backward functions are), holding the program and the call's scalars as
+// members. A torch::autograd::Function's node (CppNode) costs microseconds more a call: its
+// context keeps the scalars in a string-keyed map of IValues, and its forward wraps every output
+// through the general custom-function path (views, dirty and non-differentiable bookkeeping).
+struct NativeNode : public torch::autograd::Node {
+  ProgramPtr forward;                // its backward is what apply() runs
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+  std::vector<bool> present;         // per forward input: given (an edge of this node) or None
+  std::vector<torch::autograd::SavedVariable> saved;
+  std::mutex mutex;
+
+  std::string name() const override { return "fkh::NativeBackward"; }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& variable : saved) variable.reset_data();
   }
 
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto forward_program = c10::static_intrusive_pointer_cast<Program>(ctx->saved_data["program"].toCapsule());
-    const Program& program = *forward_program->backward;
-    const auto floats = ctx->saved_data["floats"].toDoubleVector();
-    const auto ints = ctx->saved_data["ints"].toIntVector();
-    const auto present = ctx->saved_data["present"].toIntVector();
-    std::vector<at::Tensor> slots = ctx->get_saved_variables();
-    FKH_REQUIRE(slots.size() == program.saved_dtypes.size(), "a backward given ", slots.size(),
-                " saved tensors where the program takes ", program.saved_dtypes.size());
-    for (size_t i = 0; i < slots.size(); ++i) {
-      slots[i] = in_layout(slots[i], program.saved_dtypes[i], program.saved_sizes[i], program.saved_strides[i]);
-    }
-    FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "a backward given ", grads.size(),
-                " output gradients where the program takes ", program.grad_dtypes.size());
-    for (size_t i = 0; i < grads.size(); ++i) {
-      at::Tensor g = grads[i];
-      if (!program.grad_read[i]) {  // a gradient no kernel reads (a non-differentiable output's)
-        slots.emplace_back();
-        continue;
-      }
-      if (!g.defined()) {  // an output that went unused: its gradient is zero
-        g = at::zeros(program.grad_sizes[i], slots.at(0).options().dtype(program.grad_dtypes[i]));
-      }
-      slots.push_back(in_layout(g, program.grad_dtypes[i], program.grad_sizes[i], program.grad_strides[i]));
-    }
-    program.run(slots, floats, ints, slots.at(0).device());
-    // one gradient per forward argument: the present inputs, then the program, the two scalar
-    // lists and `present`
-    variable_list result;
-    result.reserve(program.outputs.size() + 4);
-    for (size_t i = 0; i < program.outputs.size(); ++i) {
-      if (!present.at(i)) continue;
-      const int64_t slot = program.outputs[i];
-      if (slot < 0) {
-        result.emplace_back();
-      } else {
-        result.push_back(program.rows[i] < 0 ? slots[slot] : slots[slot].select(0, program.rows[i]));
-      }
-    }
-    result.resize(result.size() + 4);
-    // create_graph=True with gradients that need gradients: the kernels' gradients have no graph
-    // of their own. As Python's once_differentiable does, they get a node that raises if anything
-    // differentiates through them, instead of a silently wrong second derivative.
-    bool differentiated = false;
-    for (const auto& g : grads) differentiated = differentiated || (g.defined() && g.requires_grad());
-    if (at::GradMode::is_enabled() && differentiated) {
-      variable_list defined;
-      std::vector<size_t> where;
-      for (size_t i = 0; i < result.size(); ++i) {
-        if (!result[i].defined()) continue;
-        defined.push_back(result[i].detach().requires_grad_(true));
-        where.push_back(i);
-      }
-      auto error = std::make_shared<torch::autograd::DelayedError>(
-          "fkh native: this kernel's backward is not differentiable (a second derivative through it, "
-          "create_graph=True, needs the eager reference)",
-          static_cast<int64_t>(defined.size()));
-      variable_list wrapped = (*error)(std::move(defined));
-      for (size_t k = 0; k < where.size(); ++k) result[where[k]] = wrapped[k];
-    }
-    return result;
+  variable_list apply(variable_list&& grads) override;
+};
+
+// The node's owning pointer: std::shared_ptr in older torch, c10::intrusive_ptr in newer.
+using NodePtr = decltype(torch::autograd::Edge::function);
+template <typename Ptr, typename N>
+struct MakeNode;
+template <typename N>
+struct MakeNode<std::shared_ptr<torch::autograd::Node>, N> {
+  // deleteNode (found by argument-dependent lookup: newer torch has none) frees a long chain of
+  // nodes without recursing
+  static std::shared_ptr<N> make() {
+    return std::shared_ptr<N>(new N(), [](N* node) { deleteNode(node); });
   }
 };
+template <typename N>
+struct MakeNode<c10::intrusive_ptr<torch::autograd::Node>, N> {
+  static c10::intrusive_ptr<N> make() { return c10::make_intrusive<N>(); }
+};
+template <typename N>
+auto self_pointer(N* node, int) -> decltype(node->getptr()) {
+  return node->getptr();
+}
+template <typename N>
+auto self_pointer(N* node, long) -> decltype(node->shared_from_this()) {
+  return node->shared_from_this();
+}
+
+variable_list NativeNode::apply(variable_list&& grads) {
+  std::lock_guard<std::mutex> lock(mutex);
+  const Program& program = *forward->backward;
+  const NodePtr self = self_pointer(this, 0);
+  std::vector<at::Tensor> slots;
+  slots.reserve(program.given);
+  // a released variable raises autograd's own error (a second backward without retain_graph)
+  for (const auto& variable : saved) slots.push_back(variable.unpack(self));
+  FKH_REQUIRE(slots.size() == program.saved_dtypes.size(), "a backward given ", slots.size(),
+              " saved tensors where the program takes ", program.saved_dtypes.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    slots[i] = in_layout(slots[i], program.saved_dtypes[i], program.saved_sizes[i], program.saved_strides[i]);
+  }
+  FKH_REQUIRE(grads.size() == program.grad_dtypes.size(), "a backward given ", grads.size(),
+              " output gradients where the program takes ", program.grad_dtypes.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    at::Tensor g = grads[i];
+    if (!program.grad_read[i]) {  // a gradient no kernel reads (a non-differentiable output's)
+      slots.emplace_back();
+      continue;
+    }
+    if (!g.defined()) {  // an output that went unused: its gradient is zero
+      g = at::zeros(program.grad_sizes[i], slots.at(0).options().dtype(program.grad_dtypes[i]));
+    }
+    slots.push_back(in_layout(g, program.grad_dtypes[i], program.grad_sizes[i], program.grad_strides[i]));
+  }
+  program.run(slots, floats, ints, slots.at(0).device());
+  // one gradient per edge: per given forward input
+  variable_list result;
+  result.reserve(program.outputs.size());
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    if (!present.at(i)) continue;
+    const int64_t slot = program.outputs[i];
+    if (slot < 0) {
+      result.emplace_back();
+    } else {
+      result.push_back(program.rows[i] < 0 ? slots[slot] : slots[slot].select(0, program.rows[i]));
+    }
+  }
+  // create_graph=True with gradients that need gradients: the kernels' gradients have no graph
+  // of their own. As Python's once_differentiable does, they get a node that raises if anything
+  // differentiates through them, instead of a silently wrong second derivative.
+  bool differentiated = false;
+  for (const auto& g : grads) differentiated = differentiated || (g.defined() && g.requires_grad());
+  if (at::GradMode::is_enabled() && differentiated) {
+    variable_list defined;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!result[i].defined()) continue;
+      defined.push_back(result[i].detach().requires_grad_(true));
+      where.push_back(i);
+    }
+    auto error = std::make_shared<torch::autograd::DelayedError>(
+        "fkh native: this kernel's backward is not differentiable (a second derivative through it, "
+        "create_graph=True, needs the eager reference)",
+        static_cast<int64_t>(defined.size()));
+    variable_list wrapped = (*error)(std::move(defined));
+    for (size_t k = 0; k < where.size(); ++k) result[where[k]] = wrapped[k];
+  }
+  return result;
+}
 
 std::vector<at::Tensor> given_tensors(const std::vector<std::optional<at::Tensor>>& inputs) {
   std::vector<at::Tensor> tensors;
@@ -410,21 +431,47 @@ std::vector<at::Tensor> run_given(const ProgramPtr& program, std::vector<at::Ten
   return outputs;
 }
 
-// A call that records its backward (the program must have one), given its inputs (undefined: None).
+// A call that records its backward (the program must have one), given its inputs (undefined:
+// None): the forward program run, then a NativeNode whose edges are the given inputs' and whose
+// inputs are the forward's outputs (a non-differentiable one's is undefined), as eager's
+// generated code records an op.
 std::vector<at::Tensor> apply_given(const ProgramPtr& program, const std::vector<at::Tensor>& inputs,
                                     const std::vector<double>& floats, const std::vector<int64_t>& ints) {
   FKH_REQUIRE(program->backward, "apply() needs a program with a backward");
   FKH_REQUIRE(program->backward->outputs.size() == inputs.size(), "a program of ",
               program->backward->outputs.size(), " inputs given ", inputs.size());
-  std::vector<at::Tensor> tensors;
-  std::vector<int64_t> present;
-  tensors.reserve(inputs.size());
-  present.reserve(inputs.size());
+  std::vector<at::Tensor> slots = inputs;
+  program->run(slots, floats, ints, call_device(slots));
+  auto node = MakeNode<NodePtr, NativeNode>::make();
+  std::vector<at::Tensor> edges;
+  edges.reserve(inputs.size());
+  node->present.reserve(inputs.size());
   for (const auto& t : inputs) {
-    present.push_back(t.defined());
-    if (t.defined()) tensors.push_back(t);
+    node->present.push_back(t.defined());
+    if (t.defined()) edges.push_back(t);
   }
-  return NativeFunction::apply(at::TensorList(tensors), program, floats, ints, present);
+  node->set_next_edges(torch::autograd::collect_next_edges(edges));
+  node->forward = program;
+  node->floats = floats;
+  node->ints = ints;
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(program->outputs.size());
+  std::vector<bool> has_history(slots.size(), false);
+  for (size_t i = 0; i < program->outputs.size(); ++i) {
+    const int64_t slot = program->outputs[i];
+    at::Tensor output = slots[slot];
+    if (program->differentiable[i]) {
+      torch::autograd::set_history(output, node);
+      has_history[slot] = true;
+    } else {
+      node->add_input_metadata(torch::autograd::Node::undefined_input());
+    }
+    outputs.push_back(std::move(output));
+  }
+  // saved after set_history: an output is saved as one (no reference cycle through its grad_fn)
+  node->saved.reserve(program->saved.size());
+  for (int64_t slot : program->saved) node->saved.emplace_back(slots[slot], has_history[slot]);
+  return outputs;
 }
 
 std::vector<at::Tensor> run(const ProgramPtr& program, const std::vector<std::optional<at::Tensor>>& inputs,
