@@ -17,6 +17,10 @@ otherwise dominate the small true gradient (an exact backward applied to eager's
 misses eager's error budget by 4-14x on such rows; normalised, the kernel stays within ~1.4x).
 For fp16/bf16 the rounding error of y sits in single elements, which normalising does not model;
 there the kernel keeps eager's formula in fp32, so that on the same y it reproduces eager's answer.
+An fp32 row too wide for the fp64 single pass (past 16384 elements on a GPU, where the fp64 sums
+spill) and at most 32768 wide is still read once, with its sums (normalised) in fp32: eager's own
+arithmetic, at torch.compile's one-pass speed; the two-pass fp64 path re-reads the row from HBM.
+Wider rows stream twice with fp64 sums.
 
 Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
 For fp32 results the row sums are fp64, the final scaling by 1 / sum is rounded once
@@ -58,22 +62,34 @@ _GPU_FWD = _rows.TileLimits(
 _GPU_BWD = _rows.TileLimits(
     max_block=16384, split_block=4096, target_elems=1024, max_rows=16, thread_bytes=16, max_warps=32
 )
+# fp32 rows past the backward's single-block limit, up to this wide, are read once in fp32 (below):
+# at 4096 x 32768 on an H200 (benchmarks/results/2026-11-28-h200-23) the split backward with fp64
+# sums took 527 us, re-reading each row from HBM, against 384 us for torch.compile's one pass; one
+# fp32 pass of 8 warps took 391 us.
+_GPU_FP32_ONE_PASS = (32768, 8)  # (widest row, num_warps)
 # What a sweep may vary (kernels/_tuning.py), with the choices above as defaults.
-TUNING = _tuning.Tuning("softmax", forward=_GPU_FWD, backward=_GPU_BWD)
+TUNING = _tuning.Tuning("softmax", forward=_GPU_FWD, backward=_GPU_BWD, fp32_one_pass=_GPU_FP32_ONE_PASS)
 _BLOCK_BYTES = 32768 * 4  # of compute-dtype values in one single-block row
 _INTERPRETER_LIMITS = _rows.TileLimits(
     max_block=64, split_block=64, target_elems=64, max_rows=8, thread_bytes=32, max_warps=4
 )
+_INTERPRETER_FP32_ONE_PASS = (128, 4)
 
 
 def _limits(backward: bool) -> _rows.TileLimits:
     return _rows.limits_for_backend(TUNING.backward if backward else TUNING.forward, _INTERPRETER_LIMITS)
 
 
+def _fp32_one_pass() -> tuple[int, int]:
+    return _rows.limits_for_backend(TUNING.fp32_one_pass, _INTERPRETER_FP32_ONE_PASS)
+
+
 def block_boundaries() -> tuple[int, ...]:
     """Row lengths where the forward's or the backward's tiling changes on the current backend
-    (for test shapes)."""
-    return tuple(sorted(set(_rows.block_boundaries(_limits(False))) | set(_rows.block_boundaries(_limits(True)))))
+    (for test shapes): the fp32 backward's one-pass limit and its neighbours among them."""
+    widest = _fp32_one_pass()[0]
+    return tuple(sorted(set(_rows.block_boundaries(_limits(False))) | set(_rows.block_boundaries(_limits(True)))
+                        | {widest - 1, widest, widest + 1}))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -91,11 +107,15 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
     limits = limits._replace(max_block=min(limits.max_block, max(limits.split_block, _BLOCK_BYTES // compute_size)))
     tile = _rows.row_tile(n, dtype.itemsize, limits)
     wide = dtype in (torch.float32, torch.float64)
+    acc = tl.float64 if wide else tl.float32
+    widest, warps = _fp32_one_pass()
+    if backward and dtype == torch.float32 and tile.col_blocks > 1 and n <= widest:
+        # one pass with fp32 sums (module docstring): fp64 sums over a row this wide spill
+        tile, acc = _rows.RowTile(block=triton.next_power_of_2(n), rows=1, num_warps=warps, col_blocks=1), tl.float32
     return tile, dict(
         BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
         COMPUTE=tl.float64 if dtype == torch.float64 else tl.float32,
-        ACC=tl.float64 if wide else tl.float32, WIDE=wide,
-        PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
+        ACC=acc, WIDE=wide, PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
     )
 
 
