@@ -42,6 +42,12 @@ and strides are constants of the program (an op's key covers them), a per-call i
 every tensor argument's 16-byte alignment is checked in C++ at every launch (a misaligned one
 raises, naming the kernel and the argument).
 
+Not served: forward-mode AD (a call with a dual tensor raises: there is no tangent formula, and
+an output without its tangent would be silently wrong); compiled autograd
+(``torch._dynamo.compiled_autograd``) cannot trace the backward node, and stops with "compiled_args
+not implemented: fkh::NativeBackward" (as it stopped on the ``torch::autograd::Function`` node
+before it). ``HARNESS_NATIVE=0`` takes the Python path for both.
+
 The native path is on where the extension can be built and loaded: a CUDA machine (it needs a
 C++ compiler and torch's headers, no CUDA toolkit; ``kernels/cuda/_build.py`` caches the build).
 ``HARNESS_NATIVE=0`` turns it off (to compare, or to rule it out). Under the interpreter it is

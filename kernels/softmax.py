@@ -18,8 +18,9 @@ misses eager's error budget by 4-14x on such rows; normalised, the kernel stays 
 For fp16/bf16 the rounding error of y sits in single elements, which normalising does not model;
 there the kernel keeps eager's formula in fp32, so that on the same y it reproduces eager's answer.
 An fp32 row too wide for the fp64 single pass (past 16384 elements on a GPU, where the fp64 sums
-spill) and at most 32768 wide is still read once, with its sums (normalised) in fp32: eager's own
-arithmetic, at torch.compile's one-pass speed; the two-pass fp64 path re-reads the row from HBM.
+spill) and at most 32768 wide is still read once, with fp32 sums and arithmetic (as eager's),
+normalised by sum(y) as the fp64 path is: torch.compile's one-pass speed, where the two-pass fp64
+path re-reads the row from HBM.
 Wider rows stream twice with fp64 sums.
 
 Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.

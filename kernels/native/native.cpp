@@ -421,9 +421,19 @@ std::vector<at::Tensor> given_tensors(const std::vector<std::optional<at::Tensor
   return tensors;
 }
 
+// Forward-mode AD (a dual tensor: torch.autograd.forward_ad) has no formula here: refuse it
+// rather than return an output without its tangent.
+void refuse_dual(const std::vector<at::Tensor>& inputs) {
+  for (const auto& t : inputs) {
+    FKH_REQUIRE(!t.defined() || !t._fw_grad(/*level=*/0).defined(),
+                "forward-mode AD (a dual tensor input) is not implemented for this kernel");
+  }
+}
+
 // A call with no graph to record: the forward program alone, given its inputs (undefined: None).
 std::vector<at::Tensor> run_given(const ProgramPtr& program, std::vector<at::Tensor> slots,
                                   const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+  refuse_dual(slots);
   program->run(slots, floats, ints, call_device(slots));
   std::vector<at::Tensor> outputs;
   outputs.reserve(program->outputs.size());
@@ -440,6 +450,7 @@ std::vector<at::Tensor> apply_given(const ProgramPtr& program, const std::vector
   FKH_REQUIRE(program->backward, "apply() needs a program with a backward");
   FKH_REQUIRE(program->backward->outputs.size() == inputs.size(), "a program of ",
               program->backward->outputs.size(), " inputs given ", inputs.size());
+  refuse_dual(inputs);
   std::vector<at::Tensor> slots = inputs;
   program->run(slots, floats, ints, call_device(slots));
   auto node = MakeNode<NodePtr, NativeNode>::make();
@@ -498,15 +509,16 @@ struct KeyHash {
   }
 };
 
-// Whether `t` is a tensor the programs may be given: strided, on CUDA, and carrying no dispatch
-// key that gives it other semantics (a Python subclass's, functorch's wrappers, functionalization,
-// a conjugate or negative view).
+// Whether `t` is a tensor the programs may be given: strided, on CUDA, not nested, carrying no
+// dispatch key that gives it other semantics (a Python subclass's, functorch's wrappers,
+// functionalization, a conjugate or negative view) and no forward-mode tangent.
 bool plain(const at::Tensor& t) {
   static const c10::DispatchKeySet other({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
                                           c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Functionalize,
                                           c10::DispatchKey::Conjugate, c10::DispatchKey::Negative,
                                           c10::DispatchKey::ZeroTensor});
-  return t.layout() == c10::kStrided && t.is_cuda() && !t.key_set().has_any(other);
+  return t.layout() == c10::kStrided && t.is_cuda() && !t.is_nested() && !t.key_set().has_any(other) &&
+         !t._fw_grad(/*level=*/0).defined();
 }
 
 // The key of a call's tensors (`args`' first `count`), or false where one is neither None nor a
@@ -604,18 +616,22 @@ struct Entry {
     if (!signature(items, tensors, key, given, grad)) return pybind11::none();
     const auto found = programs.find(key);
     if (found == programs.end() || !found->second) return pybind11::none();
-    const ProgramPtr& program = found->second;
+    const ProgramPtr program = found->second;  // kept alive while a hook (Python) may change the table
     FKH_REQUIRE(static_cast<bool>(program->backward) == grad, "a program recorded ",
                 program->backward ? "with" : "without", " a backward for a call that ", grad ? "records" : "records no",
                 " graph");
     std::vector<at::Tensor> outputs = grad ? apply_given(program, given, floats, int_values)
                                            : run_given(program, std::move(given), floats, int_values);
-    if (single) return pybind11::reinterpret_steal<pybind11::object>(THPVariable_Wrap(std::move(outputs.at(0))));
+    if (single) return wrap(std::move(outputs.at(0)));
     pybind11::list result(outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      result[i] = pybind11::reinterpret_steal<pybind11::object>(THPVariable_Wrap(std::move(outputs[i])));
-    }
+    for (size_t i = 0; i < outputs.size(); ++i) result[i] = wrap(std::move(outputs[i]));
     return result;
+  }
+
+  static pybind11::object wrap(at::Tensor&& t) {
+    PyObject* obj = THPVariable_Wrap(std::move(t));
+    if (obj == nullptr) throw pybind11::error_already_set();
+    return pybind11::reinterpret_steal<pybind11::object>(obj);
   }
 
   // Record `program` (None: the signature is not served) for the signature of `tensors`; false
@@ -632,15 +648,20 @@ struct Entry {
                   (*program)->backward ? "with" : "without", " a backward recorded for a call that ",
                   grad ? "records" : "records no", " graph");
     }
+    const auto found = programs.find(key);
+    if (found != programs.end()) {
+      found->second = program.value_or(ProgramPtr());
+      return true;
+    }
     if (programs.size() >= limit) programs.clear();
-    programs[std::move(key)] = program.value_or(ProgramPtr());
+    programs.emplace(std::move(key), program.value_or(ProgramPtr()));
     return true;
   }
 };
 
 Entry make_entry(int64_t tensors, std::vector<double> float_min, std::vector<int64_t> float_needs, int64_t ints,
                  bool single, int64_t limit) {
-  FKH_REQUIRE(tensors >= 0 && ints >= 0 && limit > 0, "an entry's counts are >= 0 and its limit > 0");
+  FKH_REQUIRE(tensors >= 1 && ints >= 0 && limit > 0, "an entry takes at least one tensor, ints >= 0 and a limit > 0");
   FKH_REQUIRE(float_needs.size() == float_min.size(), "one float_needs per float");
   for (int64_t t : float_needs) FKH_REQUIRE(t >= -1 && t < tensors, "float_needs ", t, " of ", tensors);
   Entry entry;

@@ -12,6 +12,7 @@ import torch
 from kernels import _launch, _native
 
 GPU_REASON = "the native path launches compiled kernels: it needs a CUDA device (it is off under the interpreter)"
+NODE = "fkh::NativeBackward"  # the native path's backward node (native.cpp's NativeNode)
 
 
 def _launcher(signature: dict, tail: tuple, grid=(3, 2, 1), loose=("seed",), **metadata) -> _launch.Launcher:
@@ -177,7 +178,7 @@ def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape,
         args = [t.clone().requires_grad_(wants(i)) for i, t in enumerate(base)]
         y = _call(fn, args, torch.float32 if grads == "fp32 grad" else dtype, grads == "expanded grad", native)
         if native and y.requires_grad:
-            assert type(y.grad_fn).__name__ == "CppFunction", "the call did not take the native path"
+            assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
     for ours, python in zip(*results):
         assert (ours is None) == (python is None)
@@ -204,7 +205,7 @@ def test_rows_read_in_place_and_saved_tensors_moved_by_a_hook_give_the_python_pa
         with hook:
             y = _call(fn, args, torch.float16, False, native)
         if native:
-            assert type(y.grad_fn).__name__ == "CppFunction", "the call did not take the native path"
+            assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
     for ours, python in zip(*results):
         torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
@@ -374,6 +375,7 @@ def test_an_entry_is_built_at_its_first_call_then_called_directly_and_forgotten_
             return len(self.programs)
 
     monkeypatch.setattr(_native, "_STATE", [types.SimpleNamespace(Entry=FakeEntry), None])
+    monkeypatch.setattr(_launch, "_PLAN_TABLES", [])  # the fake entry is forgotten with the test
     entry = _native.Entry(2, floats=((0.0, None), (float("-inf"), 1)))
     assert made == [] and len(entry) == 0
     assert entry.call("x", "w", 1.0, 0.0) is None
@@ -400,21 +402,25 @@ def _fast_ops():
 @needs_gpu
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm with offset", "rms_norm without weight", "softmax"])
 @pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((33, 5000), torch.float16)])
-def test_a_signature_s_later_calls_run_from_its_entry_with_the_first_call_s_bits(name, shape, dtype, monkeypatch):
+@pytest.mark.parametrize("grads", ["all", "x only", "vectors only"])
+def test_a_signature_s_later_calls_run_from_its_entry_with_the_first_call_s_bits(name, shape, dtype, grads,
+                                                                                monkeypatch):
     """The first call of a signature takes the Python path and records its program; later calls,
     with and without a graph, never reach the Python checks and compute the same bits."""
     assert _native.enabled()
+    _launch.forget_plans()  # the first calls below record their signatures afresh
     fn, arity, module, checks = _fast_ops()[name]
     gen = torch.Generator(device="cuda").manual_seed(5)
     base = [torch.randn(shape, device="cuda", dtype=dtype, generator=gen)]
     base += [torch.randn(shape[-1], device="cuda", dtype=dtype, generator=gen) for _ in range(arity - 1)]
     grad = torch.linspace(-2, 2, base[0].numel(), device="cuda").reshape(shape).to(dtype)
+    wants = {"all": lambda i: True, "x only": lambda i: i == 0, "vectors only": lambda i: i > 0}[grads]
 
     def run(needs_graph):
-        args = [t.clone().requires_grad_(needs_graph) for t in base]
+        args = [t.clone().requires_grad_(needs_graph and wants(i)) for i, t in enumerate(base)]
         y = fn(*args)
-        if needs_graph:
-            assert type(y.grad_fn).__name__ == "CppFunction"
+        if y.requires_grad:
+            assert y.grad_fn.name() == NODE
             y.backward(grad)
         else:
             assert y.grad_fn is None
@@ -474,3 +480,60 @@ def test_forgetting_the_plans_empties_the_entries_and_the_next_call_records_agai
     assert len(softmax._ENTRY) == 0
     softmax.softmax(x)
     assert len(softmax._ENTRY) == 1
+
+
+@needs_gpu
+def test_the_node_frees_the_output_it_saves_and_refuses_a_second_backward():
+    """softmax saves its own output: saved as an output (no reference cycle through its grad_fn),
+    freed with the last reference; a second backward raises autograd's own error."""
+    import gc
+    import weakref
+
+    from kernels.softmax import softmax
+
+    x = torch.randn(8, 64, device="cuda", requires_grad=True)
+    y = softmax(x)
+    assert y.grad_fn.name() == NODE
+    alive = weakref.ref(y)
+    del y
+    gc.collect()
+    assert alive() is None, "the node keeps its saved output alive: a reference cycle"
+    y = softmax(x)
+    y.backward(torch.ones_like(y), retain_graph=False)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward(torch.ones_like(y))
+
+
+@needs_gpu
+@pytest.mark.parametrize("graph", [True, False])
+def test_a_dual_tensor_is_refused_rather_than_given_an_output_without_its_tangent(graph):
+    import torch.autograd.forward_ad as fwAD
+
+    from kernels.layer_norm import layer_norm
+
+    x = torch.randn(8, 64, device="cuda")
+    layer_norm(x.clone().requires_grad_(graph))  # the signature is recorded in the entry
+    with fwAD.dual_level(), torch.set_grad_enabled(graph):
+        dual = fwAD.make_dual(x.clone().requires_grad_(graph), torch.ones_like(x))
+        with pytest.raises(RuntimeError, match="forward-mode AD"):
+            layer_norm(dual)
+
+
+@needs_gpu
+@pytest.mark.parametrize("eps", [0, 1, 10 ** 400, "numpy"])
+def test_scalars_the_entry_does_not_take_go_to_the_python_path_with_the_same_result(eps):
+    """An int eps, one too large for a double, and a NumPy float: the C++ entry takes Python
+    floats and ints within range only; the rest take the Python path, which checks them."""
+    import numpy as np
+
+    from kernels.layer_norm import layer_norm
+
+    x = torch.randn(8, 64, device="cuda")
+    value = np.float64(1e-5) if eps == "numpy" else eps
+    if eps == 10 ** 400:
+        with pytest.raises((TypeError, ValueError, OverflowError)):
+            layer_norm(x, eps=value)
+        return
+    expected = torch.nn.functional.layer_norm(x, (64,), eps=float(value))
+    for _ in range(2):  # the first call records the signature, the second may take the entry
+        torch.testing.assert_close(layer_norm(x, eps=value), expected)
