@@ -324,8 +324,8 @@ class Entry:
     ``entry.call(*tensors, *floats, *ints)`` (in the order its programs take them) runs the program
     recorded for the call's signature and returns its outputs (the output itself where ``single``),
     or None: a signature with no program yet, one recorded as not served, an argument that is not
-    None or a plain CUDA ``torch.Tensor`` (a subclass, a functorch wrapper), or a scalar that breaks
-    a rule below. On None the op takes its Python path, which validates the call and, through
+    None or a plain CUDA ``torch.Tensor`` or Parameter (a subclass, a functorch wrapper, a nested
+    or a dual tensor), or a scalar that breaks a rule below. On None the op takes its Python path, which validates the call and, through
     :meth:`remember`, records the signature's program (or that it is not served).
 
     The key holds grad mode and, per tensor, its dtype, device, 16-byte alignment, requires_grad,

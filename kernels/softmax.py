@@ -20,8 +20,7 @@ there the kernel keeps eager's formula in fp32, so that on the same y it reprodu
 An fp32 row too wide for the fp64 single pass (past 16384 elements on a GPU, where the fp64 sums
 spill) and at most 32768 wide is still read once, with fp32 sums and arithmetic (as eager's),
 normalised by sum(y) as the fp64 path is: torch.compile's one-pass speed, where the two-pass fp64
-path re-reads the row from HBM.
-Wider rows stream twice with fp64 sums.
+path re-reads the row from HBM. Wider rows stream twice with fp64 sums.
 
 Numerics: element arithmetic in fp32 (fp64 for fp64 inputs), results stored in the input dtype.
 For fp32 results the row sums are fp64, the final scaling by 1 / sum is rounded once
@@ -65,8 +64,9 @@ _GPU_BWD = _rows.TileLimits(
 )
 # fp32 rows past the backward's single-block limit, up to this wide, are read once in fp32 (below):
 # at 4096 x 32768 on an H200 (benchmarks/results/2026-11-28-h200-23) the split backward with fp64
-# sums took 527 us, re-reading each row from HBM, against 384 us for torch.compile's one pass; one
-# fp32 pass of 8 warps took 391 us.
+# sums took 527 us, re-reading each row from HBM, against 384-393 us for torch.compile's one pass;
+# one fp32 pass of 8 warps took 391 us (407 at 16 warps, 437 at 32), 413 us with its sums
+# normalised by sum(y) as shipped.
 _GPU_FP32_ONE_PASS = (32768, 8)  # (widest row, num_warps)
 # What a sweep may vary (kernels/_tuning.py), with the choices above as defaults.
 TUNING = _tuning.Tuning("softmax", forward=_GPU_FWD, backward=_GPU_BWD, fp32_one_pass=_GPU_FP32_ONE_PASS)
