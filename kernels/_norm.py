@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _launch, _norm_kernels, _rows
-from kernels._norm_tiling import (_GPU_PART, _INTERPRETER_PART, _bwd_prefetch, _bwd_programs_per_sm, _numerics, _stats_dtype,
+from kernels import _launch, _norm_kernels, _partials, _rows
+from kernels._norm_tiling import (_bwd_prefetch, _bwd_programs_per_sm, _numerics, _stats_dtype,
                                   _tile, _tiles_per_group)
 from kernels._validate import FLOAT_DTYPES, check_finite_scalar, check_same_device, check_same_dtype, check_shape, check_tensor
 
@@ -341,10 +341,7 @@ class _BackwardPlan:
                  PREFETCH=_bwd_prefetch(n, dtype, rms, self.dropout), num_warps=tile.num_warps, **numerics),
             runtime=len(head)))
         if self.parts:
-            group_tile, block = _rows.limits_for_backend(_GPU_PART, _INTERPRETER_PART)
-            launches.append(_norm_kernels._sum_partials_kernel.bind(
-                (self.parts, triton.cdiv(n, block)), (partials, sums, groups, n),
-                dict(GROUPS=group_tile, BLOCK=block, ACC=numerics["ACC"]), runtime=2))
+            launches.append(_partials.bind(partials, sums, self.parts, groups, n, numerics["ACC"]))
         self.launches = tuple(launches)
 
     def _buffers(self, src: torch.Tensor, stats: torch.Tensor) -> tuple:

@@ -15,7 +15,7 @@ then normalisation (re-reading ``x``, or the stored ``s`` for dropout-add-norm).
 Backward (``_norm.backward``): one pass over rows that fit one block. Each program walks a fixed
 group of row tiles and keeps the weight/bias gradient contributions (``dy * xhat``, ``dy``, and for
 dropout-add-norm the gradient of the dropped input's bias) in registers; it writes one partial row
-per group, and a small kernel (:func:`_sum_partials_kernel`) adds the partials of all groups in a
+per group, and a small kernel (``kernels/_partials.py``) adds the partials of all groups in a
 fixed order. No atomics: results are bitwise reproducible. The partials are fp64 for fp32/fp64
 inputs (the sums of many rows then add no error of their own) and fp32 for fp16/bf16. A row wider
 than one block is cut into column blocks, and two kernels share the work:
@@ -312,21 +312,4 @@ def _norm_bwd_kernel(
         tl.store(db_part + part_row + cols, tl.sum(acc_db, axis=0)[None, :], mask=col_ok)
     if DXB:
         tl.store(dxb_part + part_row + cols, tl.sum(acc_dxb, axis=0)[None, :], mask=col_ok)
-
-
-@_launch.jit
-def _sum_partials_kernel(part_ptr, out_ptr, n_groups, n_cols,
-                         GROUPS: tl.constexpr, BLOCK: tl.constexpr, ACC: tl.constexpr):
-    """out[p, :] = sum over groups of part[p, g, :], in a fixed order, cast to out's dtype."""
-    which = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    col_ok = cols < n_cols
-    base = part_ptr + which * n_groups * n_cols
-    acc = tl.full([GROUPS, BLOCK], 0.0, ACC)
-    for g0 in range(0, n_groups, GROUPS):
-        groups = g0 + tl.arange(0, GROUPS)
-        ok = (groups < n_groups)[:, None] & col_ok[None, :]
-        acc += tl.load(base + groups.to(tl.int64)[:, None] * n_cols + cols[None, :], mask=ok, other=0.0)
-    total = tl.sum(acc, axis=0)
-    tl.store(out_ptr + which * n_cols + cols, _rows.cast_for_store(total, out_ptr), mask=col_ok)
 

@@ -67,9 +67,6 @@ _GPU_BWD_COLUMN_PROGRAMS_PER_SM = 4
 # TUNING.columns_from: the narrowest row block that takes the column kernels (tune_rows.py
 # norm_backward_columns_from); None: rows wider than the backward's max_block.
 _INTERPRETER_TILES_PER_GROUP = 2
-# The partials reduction: GROUP_TILE group rows x PART_BLOCK columns per step.
-_GPU_PART = (32, 128)
-_INTERPRETER_PART = (4, 64)
 # Dropout draws four columns per Philox call, so a block is at least 4 wide.
 _MIN_DROPOUT_BLOCK = 4
 
