@@ -46,13 +46,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from kernels import _rows
+from kernels import _partials, _rows
 from kernels._runtime import interpreting, resident_programs, sm_count
 
 # Kernels accept any subset of these; each spec lists its own.
@@ -320,15 +321,31 @@ def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
     return _rows.tiles_per_group(row_tiles, per_sm * sm_count(t.device) // col_blocks)
 
 
+class BiasGrad(NamedTuple):
+    """A backward that reduces grad_bias, bound for an op's plan (:func:`bind_bias_grad`)."""
+
+    launch: Callable[..., object]  # the kernel, bound (``_launch.Kernel.bind``); writes the partials
+    partials_shape: tuple[int, int]  # fp64, one row per row group
+    finish: Callable[..., object]  # ``finish(partials, grad_bias)``: their sum, rounded once into grad_bias
+
+    def grad_bias(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """grad_bias ((N,), ``dtype``) from the partials the launch wrote."""
+        out = torch.empty(partials.shape[-1], dtype=dtype, device=partials.device)
+        self.finish(partials, out)
+        return out
+
+
 def bind_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args, meta: dict, *,
-                   runtime: int) -> tuple[Callable[..., object], tuple[int, int]]:
-    """A backward ``kernel`` that reduces grad_bias, bound for an op's plan (``_launch.Kernel.bind``,
-    ``runtime`` per-call arguments first): (the launcher, the shape of its fp64 partials). The
-    arguments are as for :func:`bias_grad_groups`."""
+                   runtime: int, dtype: torch.dtype) -> BiasGrad:
+    """A backward ``kernel`` that reduces grad_bias, bound for an op's plan (``runtime`` per-call
+    arguments first), with the sum of its partials (``kernels/_partials.py``) into a grad_bias of
+    ``dtype``. The arguments are as for :func:`bias_grad_groups`."""
     tiles_per_group = bias_grad_groups(kernel, t, row_tiles, col_blocks, make_args, meta)
     shape = (triton.cdiv(row_tiles, tiles_per_group), t.shape[-1])
     partials = torch.empty(shape, dtype=torch.float64, device=t.device)
-    return kernel.bind((col_blocks, shape[0]), make_args(partials, tiles_per_group), meta, runtime=runtime), shape
+    out = torch.empty(shape[1], dtype=dtype, device=t.device)
+    launch = kernel.bind((col_blocks, shape[0]), make_args(partials, tiles_per_group), meta, runtime=runtime)
+    return BiasGrad(launch, shape, _partials.bind(partials, out, 1, shape[0], shape[1], tl.float64))
 
 
 def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args,

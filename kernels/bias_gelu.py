@@ -9,8 +9,8 @@ the tanh approximation (through the sigmoid); both from ``kernels/_activations.p
 Forward: reads x and bias once, writes the output once. Backward: recomputes ``z = x + bias``
 from the saved inputs (one add; saving z or the output would cost the forward a write, and gelu
 is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in one pass, reducing
-``grad_bias`` (the sum of grad_x over rows) on the way in fp64 partial sums, one per row group
-(no atomics: bitwise reproducible; rounded once at the end).
+``grad_bias`` (the sum of grad_x over rows) on the way in fp64 partial sums, one per row group,
+which ``kernels/_partials.py`` adds (no atomics: bitwise reproducible; rounded once at the end).
 
 Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors stay ~1e-5
 relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bias`` exactly in
@@ -32,7 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _ops, _rows
+from kernels import _activations, _launch, _native, _ops, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 OP = "bias_gelu"
@@ -116,6 +116,11 @@ def _forward(x: torch.Tensor, bias: torch.Tensor, approximate: str) -> torch.Ten
 def _forward_plan(x, bias, out, approximate: str):
     if out.numel() == 0:
         return _rows.nothing
+    return _rows.copying(*_forward_launch(x, bias, out, approximate))
+
+
+def _forward_launch(x, bias, out, approximate: str) -> tuple:
+    """(the launcher that reads x and bias in place, which of the two a call must copy first)."""
     xl = _rows.row_layout(x)
     tile = _rows.elementwise_tile(xl.n, x.dtype, fp64_math=approximate != "none")  # exact: eager's fp32 form
     launch = _bias_gelu_fwd_kernel.bind(
@@ -123,23 +128,24 @@ def _forward_plan(x, bias, out, approximate: str):
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
              num_warps=tile.num_warps),
         runtime=3)
-    return _rows.copying(launch, (xl.copied, not bias.is_contiguous()))
+    return launch, (xl.copied, not bias.is_contiguous())
 
 
-def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch.Tensor):
-    """(grad_x, grad_bias partial sums: fp64, one row per row group)."""
+def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch.Tensor, need_bias: bool = True):
+    """(grad_x, grad_bias or None)."""
     key = (_key(x, bias, approximate), grad.stride(), grad.data_ptr() & 15 == 0)
     plan = _BACKWARD_PLANS.get(key) or _launch.remember(_BACKWARD_PLANS, key, _BackwardPlan(x, bias, approximate, grad))
-    return plan(x, bias, grad)
+    return plan(x, bias, grad, need_bias)
 
 
 class _BackwardPlan:
-    """A backward call signature's row grouping and bound launcher."""
+    """A backward call signature's row grouping and bound launchers: ``grads``, a BiasGrad
+    (``kernels/_activations.py``; None for an empty tensor) reading in place, ``copied`` which of
+    x, bias and grad a call must copy first."""
 
     def __init__(self, x, bias, approximate: str, grad):
         n = x.shape[-1]
-        self.launch = None
-        self.partials_shape = (1, n)
+        self.grads, self.copied = None, (False, False, False)
         if x.numel() == 0:
             return
         xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
@@ -150,20 +156,21 @@ class _BackwardPlan:
         meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
                     num_warps=tile.num_warps)
         grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-        launch, self.partials_shape = _activations.bind_bias_grad(
+        self.grads = _activations.bind_bias_grad(
             _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
             lambda partials, tiles_per_group: (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n,
                                                tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
-            meta, runtime=5)
-        self.launch = _rows.copying(launch, (xl.copied, copy_bias, gl.copied))
+            meta, runtime=5, dtype=x.dtype)
+        self.copied = (xl.copied, copy_bias, gl.copied)
+        self.launch = _rows.copying(self.grads.launch, self.copied)
 
-    def __call__(self, x, bias, grad):
+    def __call__(self, x, bias, grad, need_bias: bool):
         grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-        if self.launch is None:
-            return grad_x, torch.zeros(self.partials_shape, dtype=torch.float64, device=x.device)
-        partials = torch.empty(self.partials_shape, dtype=torch.float64, device=x.device)
+        if self.grads is None:
+            return grad_x, torch.zeros_like(bias, memory_format=torch.contiguous_format) if need_bias else None
+        partials = torch.empty(self.grads.partials_shape, dtype=torch.float64, device=x.device)
         self.launch(x, bias, grad, grad_x, partials)
-        return grad_x, partials
+        return grad_x, self.grads.grad_bias(partials, bias.dtype) if need_bias else None
 
 
 class _BiasGelu(torch.autograd.Function):
@@ -179,14 +186,12 @@ class _BiasGelu(torch.autograd.Function):
         x, bias = ctx.saved_tensors
         if grad.dtype != x.dtype:
             grad = grad.to(x.dtype)
-        grad_x, partials = _backward(x, bias, ctx.approximate, grad)
         need_x, need_bias = ctx.needs_input_grad[:2]
-        return (grad_x if need_x else None,
-                partials.sum(dim=0).to(bias.dtype) if need_bias else None, None)
+        return _ops.asked(_backward(x, bias, ctx.approximate, grad, need_bias), (need_x, need_bias), rest=1)
 
 
 # The custom ops (kernels/_ops.py): the same launchers as the eager path, so bitwise the same.
-# The backward op finishes grad_bias itself: the partials' row count depends on the device
+# The backward op returns grad_bias itself: the partials' row count depends on the device
 # (_activations.bias_grad_groups), which a fake implementation cannot know.
 
 
@@ -204,8 +209,7 @@ def _(x, bias, approximate):
 @_ops.op(f"{OP}_backward", "(Tensor x, Tensor bias, Tensor grad, str approximate) -> Tensor[]")
 def bias_gelu_backward(x, bias, grad, approximate):
     """[grad_x, grad_bias]."""
-    grad_x, partials = _backward(x, bias, approximate, grad)
-    return [grad_x, partials.sum(dim=0).to(bias.dtype)]
+    return list(_backward(x, bias, approximate, grad))
 
 
 @bias_gelu_backward.register_fake
@@ -237,6 +241,61 @@ def _validate(x, bias, approximate) -> None:
     check_choice(OP, "approximate", approximate, APPROXIMATE)
 
 
+# The native path (kernels/_native.py): one program per call signature read in place, with its
+# backward where an input needs a gradient; the same kernels, tiles and arguments as the plans above.
+_NATIVE_PLANS = _launch.plan_table()
+# The entry point's first step, one per approximation (``_native.Entry``):
+# ``_ENTRIES[approximate].call(x, bias)`` runs a recorded signature's program with no Python, or
+# returns None.
+_ENTRIES = {approximate: _native.Entry(2) for approximate in APPROXIMATE}
+
+
+def _native_call(x, bias, approximate: str) -> torch.Tensor | None:
+    """The call through the native path, or None where it does not serve it (arguments validated).
+    Records the call's program in the approximation's entry."""
+    grad = torch.is_grad_enabled() and (x.requires_grad or bias.requires_grad)
+    needs = (x.requires_grad, bias.requires_grad) if grad else None
+    key = (_key(x, bias, approximate), bias.stride(), needs)
+    program = _NATIVE_PLANS.get(key)
+    if program is None:
+        program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, bias, approximate, needs))
+    _ENTRIES[approximate].remember((x, bias), program)  # the next call's fast path
+    if program is _native.NOT_SERVED:
+        return None
+    return (_native.run if needs is None else _native.apply)(program, [x, bias], [], [])[0]
+
+
+def _native_program(x, bias, approximate: str, needs: tuple[bool, bool] | None) -> object:
+    if x.numel() == 0 or x.data_ptr() & 15 or bias.data_ptr() & 15:
+        return _native.NOT_SERVED
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    launch, copied = _forward_launch(x, bias, out, approximate)
+    if any(copied):
+        return _native.NOT_SERVED
+    forward = _native.Builder(2, like=(x, bias))
+    xs, bs = forward.given
+    outs = forward.empty(x.shape, x.dtype)
+    try:
+        forward.launch(launch, xs, bs, outs)
+        if needs is None:
+            return _native.program(forward, [outs])
+        plan = _BackwardPlan(x, bias, approximate, out)  # out: a gradient in the output's layout
+        if any(plan.copied):
+            return _native.NOT_SERVED
+        backward = _native.Builder(3)
+        gx = backward.empty(x.shape, x.dtype)
+        partials = backward.empty(plan.grads.partials_shape, torch.float64)
+        backward.launch(plan.grads.launch, *backward.given, gx, partials)
+        gb = None
+        if needs[1]:
+            gb = backward.empty(x.shape[-1:], x.dtype)
+            backward.launch(plan.grads.finish, partials, gb)
+    except _native.Unsupported:
+        return _native.NOT_SERVED
+    return _native.program(forward, [outs], saved=[xs, bs], backward=backward,
+                           gradients=[gx if needs[0] else None, gb], grad_layouts=[forward.layout(outs)])
+
+
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """``gelu(x + bias)``, ``approximate`` ``"none"`` (exact, erf) or ``"tanh"`` as in ``F.gelu``.
 
@@ -247,9 +306,18 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor, approximate: str = "none") ->
     Raises TypeError for a non-tensor or an unsupported or mismatched dtype; ValueError for a wrong
     shape or device or an unknown ``approximate``.
     """
+    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+        entry = _ENTRIES.get(approximate) if type(approximate) is str else None
+        out = entry.call(x, bias) if entry is not None else None
+        if out is not None:
+            return out
     _validate(x, bias, approximate)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return bias_gelu_op(x, bias, approximate)
+    if _native.enabled():  # C++ host path (kernels/_native.py)
+        out = _native_call(x, bias, approximate)
+        if out is not None:
+            return out
     if torch.is_grad_enabled() and (x.requires_grad or bias.requires_grad):
         return _BiasGelu.apply(x, bias, approximate)
     return _forward(x, bias, approximate)  # no graph to record: skip autograd's overhead

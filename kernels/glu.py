@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _activations, _launch, _ops, _rows
+from kernels import _activations, _launch, _native, _ops, _rows
 from kernels._validate import check_choice, check_same_device, check_same_dtype, check_shape, check_tensor
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh")  # SwiGLU, GEGLU (exact), GEGLU (tanh approximation)
@@ -89,6 +89,11 @@ def _forward(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
 def _forward_plan(a, b, out, activation: str):
     if out.numel() == 0:
         return _rows.nothing
+    return _rows.copying(*_forward_launch(a, b, out, activation))
+
+
+def _forward_launch(a, b, out, activation: str) -> tuple:
+    """(the launcher that reads a and b in place, which of the two a call must copy first)."""
     al, bl = _rows.row_layout(a), _rows.row_layout(b)
     tile, grid = _launch_grid(al, a.dtype, backward=False)
     launch = _glu_fwd_kernel.bind(
@@ -96,7 +101,7 @@ def _forward_plan(a, b, out, activation: str):
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
              num_warps=tile.num_warps),
         runtime=3)
-    return _rows.copying(launch, (al.copied, bl.copied))
+    return launch, (al.copied, bl.copied)
 
 
 def _backward_into(a, b, grad, grad_a, grad_b, activation: str) -> None:
@@ -111,6 +116,11 @@ def _backward_into(a, b, grad, grad_a, grad_b, activation: str) -> None:
 
 
 def _backward_plan(a, b, grad, grad_a, grad_b, activation: str):
+    return _rows.copying(*_backward_launch(a, b, grad, grad_a, grad_b, activation))
+
+
+def _backward_launch(a, b, grad, grad_a, grad_b, activation: str) -> tuple:
+    """(the launcher that reads a, b and grad in place, which of the three a call must copy first)."""
     al, bl, gl = _rows.row_layout(a), _rows.row_layout(b), _rows.row_layout(grad)
     tile, grid = _launch_grid(al, a.dtype, backward=True)
     launch = _glu_bwd_kernel.bind(
@@ -119,7 +129,7 @@ def _backward_plan(a, b, grad, grad_a, grad_b, activation: str):
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
              num_warps=tile.num_warps),
         runtime=5)
-    return _rows.copying(launch, (al.copied, bl.copied, gl.copied))
+    return launch, (al.copied, bl.copied, gl.copied)
 
 
 class _Glu(torch.autograd.Function):
@@ -251,6 +261,62 @@ def _glu_packed_backward(ctx, grad):
 glu_packed_op.register_autograd(_glu_packed_backward, setup_context=_glu_packed_setup)
 
 
+# The native path of :func:`glu` (kernels/_native.py): one program per call signature read in
+# place, with its backward where an input needs a gradient; the same kernels, tiles and arguments
+# as the plans above. (:func:`glu_packed` keeps the Python path: its halves are one tensor's
+# column slices, which a program's slots do not express.)
+_NATIVE_PLANS = _launch.plan_table()
+# The entry point's first step, one per activation (``_native.Entry``):
+# ``_ENTRIES[activation].call(a, b)`` runs a recorded signature's program with no Python, or
+# returns None.
+_ENTRIES = {activation: _native.Entry(2) for activation in ACTIVATIONS}
+
+
+def _native_call(a, b, activation: str) -> torch.Tensor | None:
+    """The call through the native path, or None where it does not serve it (arguments validated).
+    Records the call's program in the activation's entry."""
+    grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+    needs = (a.requires_grad, b.requires_grad) if grad else None
+    key = (a.shape, a.stride(), b.stride(), a.dtype, a.device, a.data_ptr() & 15 == 0, b.data_ptr() & 15 == 0,
+           activation, needs)
+    program = _NATIVE_PLANS.get(key)
+    if program is None:
+        program = _launch.remember(_NATIVE_PLANS, key, _native_program(a, b, activation, needs))
+    _ENTRIES[activation].remember((a, b), program)  # the next call's fast path
+    if program is _native.NOT_SERVED:
+        return None
+    return (_native.run if needs is None else _native.apply)(program, [a, b], [], [])[0]
+
+
+def _native_program(a, b, activation: str, needs: tuple[bool, bool] | None) -> object:
+    if a.numel() == 0 or a.data_ptr() & 15 or b.data_ptr() & 15:
+        return _native.NOT_SERVED
+    out = torch.empty_like(a, memory_format=torch.contiguous_format)
+    launch, copied = _forward_launch(a, b, out, activation)
+    if any(copied):
+        return _native.NOT_SERVED
+    forward = _native.Builder(2, like=(a, b))
+    a_s, b_s = forward.given
+    outs = forward.empty(a.shape, a.dtype)
+    try:
+        forward.launch(launch, a_s, b_s, outs)
+        if needs is None:
+            return _native.program(forward, [outs])
+        n = a.shape[-1]
+        # out stands for a gradient in the output's layout; the gradients are dense rows of n
+        launch, copied = _backward_launch(a, b, out, out.view(-1, n), out.view(-1, n), activation)
+        if any(copied):
+            return _native.NOT_SERVED
+        backward = _native.Builder(3)
+        ga, gb = backward.empty(a.shape, a.dtype), backward.empty(a.shape, a.dtype)
+        backward.launch(launch, *backward.given, ga, gb)
+    except _native.Unsupported:
+        return _native.NOT_SERVED
+    return _native.program(forward, [outs], saved=[a_s, b_s], backward=backward,
+                           gradients=[ga if needs[0] else None, gb if needs[1] else None],
+                           grad_layouts=[forward.layout(outs)])
+
+
 def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Tensor:
     """``act(a) * b``: SwiGLU with ``activation="silu"``, GEGLU with ``"gelu"`` (exact) or
     ``"gelu_tanh"``.
@@ -261,6 +327,11 @@ def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Ten
     Raises TypeError for a non-tensor or an unsupported or mismatched dtype; ValueError for a
     wrong shape or device or an unknown activation.
     """
+    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+        entry = _ENTRIES.get(activation) if type(activation) is str else None
+        out = entry.call(a, b) if entry is not None else None
+        if out is not None:
+            return out
     op = "glu"
     check_tensor(op, "a", a, min_ndim=1)
     check_tensor(op, "b", b)
@@ -270,6 +341,10 @@ def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Ten
     check_choice(op, "activation", activation, ACTIVATIONS)
     if _ops.route():  # inside torch.compile (kernels/_ops.py)
         return glu_op(a, b, activation)
+    if _native.enabled():  # C++ host path (kernels/_native.py)
+        out = _native_call(a, b, activation)
+        if out is not None:
+            return out
     if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         return _Glu.apply(a, b, activation)
     return _forward(a, b, activation)

@@ -20,8 +20,8 @@ class _FaultyAddMulAct(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, y, bias = ctx.saved_tensors
-        grad_x, grad_y, partials = production._backward(
-            x, y, bias, ctx.alpha, ctx.activation, grad.to(x.dtype)
+        grad_x, grad_y, partials = production._backward_plan(x, y, bias, ctx.activation, grad)(
+            grad.to(x.dtype), x, y, bias, alpha=ctx.alpha, like=x
         )
         if ctx.fault == "grad_y_without_alpha":  # planted: grad_y = grad_x
             grad_y = grad_x.clone()

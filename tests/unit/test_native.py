@@ -537,3 +537,125 @@ def test_scalars_the_entry_does_not_take_go_to_the_python_path_with_the_same_res
     expected = torch.nn.functional.layer_norm(x, (64,), eps=float(value))
     for _ in range(2):  # the first call records the signature, the second may take the entry
         torch.testing.assert_close(layer_norm(x, eps=value), expected)
+
+
+# -- the elementwise ops: add_mul_act, bias_gelu, glu --------------------------------------------
+
+def _elementwise_ops():
+    from kernels import add_mul_act, bias_gelu, glu
+
+    return {  # the call; per argument "t" (a tensor of the shape) or "v" (one of its last dimension);
+        # the module and name of its Python checks
+        "add_mul_act relu": (lambda x, y, b: add_mul_act.add_mul_act(x, y, b, 0.5, "relu"), "ttv", add_mul_act,
+                             "_validate"),
+        "add_mul_act silu, int alpha": (lambda x, y, b: add_mul_act.add_mul_act(x, y, b, -2, "silu"), "ttv",
+                                        add_mul_act, "_validate"),
+        "bias_gelu": (lambda x, b: bias_gelu.bias_gelu(x, b), "tv", bias_gelu, "_validate"),
+        "bias_gelu tanh": (lambda x, b: bias_gelu.bias_gelu(x, b, "tanh"), "tv", bias_gelu, "_validate"),
+        "glu silu": (lambda a, b: glu.glu(a, b), "tt", glu, "check_tensor"),
+        "glu gelu": (lambda a, b: glu.glu(a, b, "gelu"), "tt", glu, "check_tensor"),
+    }
+
+
+def _elementwise_args(kinds, shape, dtype, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.randn(shape if kind == "t" else shape[-1:], device="cuda", dtype=dtype, generator=gen)
+            for kind in kinds]
+
+
+ELEMENTWISE_GRADS = {"all": lambda i, n: True, "first only": lambda i, n: i == 0, "last only": lambda i, n: i == n - 1,
+                     "none": lambda i, n: False, "fp32 grad": lambda i, n: True, "expanded grad": lambda i, n: True}
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(_elementwise_ops()))
+@pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((3, 5, 130), torch.float32),
+                                          ((33, 5000), torch.float16), ((7, 3), torch.float32)])
+@pytest.mark.parametrize("grads", list(ELEMENTWISE_GRADS))
+def test_the_elementwise_ops_native_path_computes_bitwise_what_the_python_path_does(name, shape, dtype, grads):
+    """Forward and every gradient, the native program against the Python path (whose relu saves
+    the slope's bits too; the other activations recompute z), rows narrower than a byte of bits
+    included."""
+    assert _native.enabled(), "the native extension did not build on this CUDA machine"
+    fn, kinds, _, _ = _elementwise_ops()[name]
+    base = _elementwise_args(kinds, shape, dtype, seed=0)
+    results = []
+    for native in (True, False):
+        args = [t.clone().requires_grad_(ELEMENTWISE_GRADS[grads](i, len(kinds))) for i, t in enumerate(base)]
+        y = _call(fn, args, torch.float32 if grads == "fp32 grad" else dtype, grads == "expanded grad", native)
+        if native and y.requires_grad:
+            assert y.grad_fn.name() == NODE, "the call did not take the native path"
+        results.append([y.detach(), *[a.grad for a in args]])
+    for ours, python in zip(*results):
+        assert (ours is None) == (python is None)
+        if ours is not None:
+            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(_elementwise_ops()))
+@pytest.mark.parametrize("saved_on_cpu", [False, True])
+def test_the_elementwise_ops_read_strided_rows_in_place_and_take_saved_tensors_back_from_a_hook(name, saved_on_cpu):
+    assert _native.enabled()
+    fn, kinds, _, _ = _elementwise_ops()[name]
+    wide = _elementwise_args(kinds, (33, 5008), torch.float16, seed=3)
+    results = []
+    for native in (True, False):
+        args = [(t.clone()[:, :5000] if kind == "t" else t.clone()[:5000]).requires_grad_(True)
+                for t, kind in zip(wide, kinds)]
+        hook = torch.autograd.graph.save_on_cpu(pin_memory=True) if saved_on_cpu else contextlib.nullcontext()
+        with hook:
+            y = _call(fn, args, torch.float16, False, native)
+        if native:
+            assert y.grad_fn.name() == NODE, "the call did not take the native path"
+        results.append([y.detach(), *[a.grad for a in args]])
+    for ours, python in zip(*results):
+        torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", list(_elementwise_ops()))
+@pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((33, 5000), torch.float32)])
+def test_an_elementwise_signature_s_later_calls_run_from_its_entry_with_the_first_call_s_bits(name, shape, dtype,
+                                                                                             monkeypatch):
+    assert _native.enabled()
+    _launch.forget_plans()
+    fn, kinds, module, checks = _elementwise_ops()[name]
+    base = _elementwise_args(kinds, shape, dtype, seed=5)
+    grad = torch.linspace(-2, 2, base[0].numel(), device="cuda").reshape(shape).to(dtype)
+
+    def run(needs_graph):
+        args = [t.clone().requires_grad_(needs_graph and i != 0) for i, t in enumerate(base)]
+        y = fn(*args)
+        if y.requires_grad:
+            assert y.grad_fn.name() == NODE
+            y.backward(grad)
+        return [y.detach()] + [a.grad for a in args]
+
+    first = {graph: run(graph) for graph in (True, False)}
+    monkeypatch.setattr(module, checks, lambda *a, **k: pytest.fail(f"a recorded signature reached {checks}"))
+    for graph in (True, False, True):
+        for ours, recorded in zip(run(graph), first[graph]):
+            assert (ours is None) == (recorded is None)
+            if ours is not None:
+                torch.testing.assert_close(ours, recorded, rtol=0, atol=0, equal_nan=True)
+
+
+@needs_gpu
+def test_an_elementwise_entry_leaves_a_bad_choice_and_bad_alpha_to_the_python_checks():
+    from kernels.add_mul_act import add_mul_act
+    from kernels.bias_gelu import bias_gelu
+
+    x, y, b = _elementwise_args("ttv", (4, 64), torch.float32, seed=1)
+    add_mul_act(x, y, b, 0.5, "relu")  # recorded
+    bias_gelu(x, b)
+    with pytest.raises(ValueError, match="alpha"):
+        add_mul_act(x, y, b, float("nan"), "relu")
+    with pytest.raises(TypeError, match="alpha"):
+        add_mul_act(x, y, b, True, "relu")
+    with pytest.raises(ValueError, match="activation"):
+        add_mul_act(x, y, b, 0.5, "RELU")
+    with pytest.raises((TypeError, ValueError), match="activation"):
+        add_mul_act(x, y, b, 0.5, ["relu"])
+    with pytest.raises((TypeError, ValueError), match="approximate"):
+        bias_gelu(x, b, ["none"])

@@ -1,0 +1,47 @@
+"""add_mul_act's relu saves its slope as packed bits (kernels/add_mul_act.py): bit j of byte k of
+a row is ``z > 0`` at column 8k + j (NaN counts as positive, as torch's threshold_backward), rows
+of ceil(N / 8) bytes, rows narrower than a byte and tiles narrower than 8 columns included; the
+backward that reads them gives the gradients of relu(x + alpha * y + bias)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels import add_mul_act as op
+
+
+def _expected_bits(z: torch.Tensor) -> torch.Tensor:
+    rows = z.reshape(-1, z.shape[-1])
+    n = rows.shape[1]
+    padded = torch.zeros(rows.shape[0], (n + 7) // 8 * 8, dtype=torch.int32)
+    padded[:, :n] = ~(rows <= 0)
+    return (padded.reshape(rows.shape[0], -1, 8) << torch.arange(8)).sum(-1).to(torch.uint8)
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (5, 3), (4, 8), (7, 13), (2, 3, 64), (9, 65), (2, 130)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_relu_s_saved_bits_are_its_slope_packed_eight_columns_a_byte(shape, dtype):
+    gen = torch.Generator().manual_seed(0)
+    x, y = (torch.randn(shape, generator=gen).to(dtype) for _ in range(2))
+    bias = torch.randn(shape[-1], generator=gen).to(dtype)
+    x.view(-1)[0] = float("nan")
+    out, bits = op._forward(x, y, bias, 0.5, "relu", bits=True)
+    torch.testing.assert_close(out, op._forward(x, y, bias, 0.5, "relu"), rtol=0, atol=0, equal_nan=True,
+                               msg="storing the bits changed the output")
+    z = x.double() + 0.5 * y.double() + bias.double()
+    assert bits.shape == op._bits_shape(x) and torch.equal(bits, _expected_bits(z))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (7, 13), (9, 65)])
+def test_the_gradients_read_from_the_bits_are_those_recomputed_from_z(shape):
+    gen = torch.Generator().manual_seed(1)
+    x, y, grad = (torch.randn(shape, generator=gen) for _ in range(3))
+    bias = torch.randn(shape[-1], generator=gen)
+    _, bits = op._forward(x, y, bias, -1.5, "relu", bits=True)
+    from_bits = op._bits_backward(bits, x, -1.5, grad, need_bias=True)
+    recomputed = op._backward(x, y, bias, -1.5, "relu", grad)
+    for ours, want in zip(from_bits, recomputed):
+        torch.testing.assert_close(ours, want, rtol=0, atol=0)
+    z = (x.double() + -1.5 * y.double() + bias.double()) > 0
+    torch.testing.assert_close(from_bits[0], grad * z, rtol=0, atol=0)
