@@ -1,7 +1,8 @@
 """add_mul_act's relu saves its slope as packed bits (kernels/add_mul_act.py): bit j of byte k of
 a row is ``z > 0`` at column 8k + j (NaN counts as positive, as torch's threshold_backward), rows
 of ceil(N / 8) bytes, rows narrower than a byte and tiles narrower than 8 columns included; the
-backward that reads them gives the gradients of relu(x + alpha * y + bias)."""
+backward that reads them gives the gradients of relu(x + alpha * y + bias). On the kernels'
+device."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from kernels import add_mul_act as op
+from kernels._runtime import kernel_device_type
 
 
 def _expected_bits(z: torch.Tensor) -> torch.Tensor:
@@ -23,21 +25,23 @@ def _expected_bits(z: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_relu_s_saved_bits_are_its_slope_packed_eight_columns_a_byte(shape, dtype):
     gen = torch.Generator().manual_seed(0)
-    x, y = (torch.randn(shape, generator=gen).to(dtype) for _ in range(2))
-    bias = torch.randn(shape[-1], generator=gen).to(dtype)
+    device = kernel_device_type()
+    x, y = (torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(2))
+    bias = torch.randn(shape[-1], generator=gen).to(device=device, dtype=dtype)
     x.view(-1)[0] = float("nan")
     out, bits = op._forward(x, y, bias, 0.5, "relu", bits=True)
     torch.testing.assert_close(out, op._forward(x, y, bias, 0.5, "relu"), rtol=0, atol=0, equal_nan=True,
                                msg="storing the bits changed the output")
     z = x.double() + 0.5 * y.double() + bias.double()
-    assert bits.shape == op._bits_shape(x) and torch.equal(bits, _expected_bits(z))
+    assert bits.shape == op._bits_shape(x) and torch.equal(bits.cpu(), _expected_bits(z.cpu()))
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (7, 13), (9, 65)])
 def test_the_gradients_read_from_the_bits_are_those_recomputed_from_z(shape):
     gen = torch.Generator().manual_seed(1)
-    x, y, grad = (torch.randn(shape, generator=gen) for _ in range(3))
-    bias = torch.randn(shape[-1], generator=gen)
+    device = kernel_device_type()
+    x, y, grad = (torch.randn(shape, generator=gen).to(device) for _ in range(3))
+    bias = torch.randn(shape[-1], generator=gen).to(device)
     _, bits = op._forward(x, y, bias, -1.5, "relu", bits=True)
     from_bits = op._bits_backward(bits, x, -1.5, grad, need_bias=True)
     recomputed = op._backward(x, y, bias, -1.5, "relu", grad)
