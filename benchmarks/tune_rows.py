@@ -349,14 +349,15 @@ TARGETS = {
         _rows.ELEMENTWISE, "fp32_forward",
         {"target_elems": (512, 1024, 2048, 4096), "thread_bytes": (8, 16, 32, 64), "max_warps": (8, 16)},
         (_bias_gelu_op("tanh", 4096, 16384, torch.float32),
-         _glu_op("silu", 4096, 11008, torch.float32), _glu_op("gelu", 4096, 11008, torch.float32),
+         _glu_op("gelu", 4096, 11008, torch.float32),
          _add_mul_relu_op(65536, 512, torch.float32), _add_mul_relu_op(262144, 1024, torch.float32)),
         sets=("fp32_forward",)),
-    # the fp32 forward whose arithmetic is fp32: exact bias-GELU (eager's own fp32 value)
+    # the fp32 forwards whose arithmetic is fp32: exact bias-GELU and SwiGLU (eager's own fp32 values)
     "elementwise_fp32_math": Target(
         _rows.ELEMENTWISE, "fp32_math_forward",
         {"max_block": (1024, 2048), "target_elems": (1024, 2048, 4096), "thread_bytes": (16, 32, 64)},
-        (_bias_gelu_op("none", 4096, 16384, torch.float32), _bias_gelu_op("none", 16384, 3072, torch.float32)),
+        (_bias_gelu_op("none", 4096, 16384, torch.float32), _bias_gelu_op("none", 16384, 3072, torch.float32),
+         _glu_op("silu", 4096, 11008, torch.float32)),
         sets=("fp32_math_forward",)),
 }
 

@@ -12,8 +12,9 @@ with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 
 ``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
 fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
-multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). One value is the
-exception: exact gelu's, which is eager's own fp32 computation (:func:`gelu_as_eager`). fp32
+multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). Two forward values
+are the exceptions, each eager's own fp32 computation: exact gelu's (:func:`gelu_as_eager`) and
+SwiGLU's SiLU (:func:`silu_as_eager`, which glu's kernel calls itself). fp32
 evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at
 worst, against eager's ~1 on the CPU, which exceeds the harness's envelope where it has no slack
 (glu's silu gradient in the sigmoid's tail: 2.3x eager's envelope; exact gelu at its minimum:
@@ -221,6 +222,24 @@ def gelu_as_eager(z):
     tail (GEGLU's tanh form: 2.25x). The slope (the backward) stays fp64 (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
+
+
+@triton.jit
+def silu_as_eager(z):
+    """SiLU's value for fp32 results as eager computes it: ``z / (1 + exp(-z))`` in fp32, with
+    CUDA's expf (libdevice's, what eager's kernel calls) and an IEEE division: on the GPU eager's
+    value bit for bit, in fp32 arithmetic (as :func:`gelu_as_eager` is exact gelu's). The
+    interpreter has no libdevice and takes the fp64 value rounded to fp32 (within half an ulp).
+
+    SwiGLU's fp32 forward takes it: its fp64 form (an exp and a reciprocal, the conversions) binds
+    the fp64 lanes where the memory system is fast (an H200: 0.92x torch.compile's time,
+    benchmarks/results/2026-11-28-h200-24); in fp32 it is a memory-bound pass. Rounded as eager
+    rounds, its error is eager's own. The slope (the backward) stays fp64."""
+    if _LIBDEVICE:
+        return tl.math.div_rn(z, 1.0 + libdevice.exp(-z))
+    else:
+        wide = z.to(tl.float64)
+        return (wide * sigmoid_and_slope(wide, True)[0]).to(tl.float32)
 
 
 @triton.jit

@@ -576,8 +576,8 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 # and SwiGLU a tenth to a fifth faster than on the 16-bit tile, and GEGLU fastest on it too;
 # add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
-# An fp32 forward whose arithmetic is fp32 (exact bias-GELU's value, eager's own fp32 form) is
-# bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8 elements a thread
+# An fp32 forward whose arithmetic is fp32 (exact bias-GELU's and SwiGLU's values, eager's own
+# fp32 forms) is bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8 elements a thread
 # (4 warps) runs it at 98% of a same-size copy, where the fp64 tile's 8 warps reach 92%
 # (benchmarks/results/2026-11-28-h100-22, 4096 x 16384 on an H100).
 ELEMENTWISE_FP32_MATH_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=32)

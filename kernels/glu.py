@@ -12,7 +12,9 @@ costs no copy and no extra kernel, and its backward writes grad_a and grad_b str
 halves of one ``(..., 2N)`` grad_x. One pass forward (read a and b, write the output), one pass
 backward (read a, b and grad; write both gradients, from act(a) and act'(a) computed together,
 ``kernels/_activations.py``). No reduction, so every element is computed the same way whatever the
-tiling: bitwise reproducible. Arithmetic in fp32; fp32 results take the accurate exp/div/erfc.
+tiling: bitwise reproducible. Arithmetic in fp32. fp32 results: SwiGLU's forward is eager's own fp32
+computation (``_activations.silu_as_eager``, memory-bound); GEGLU's forward and every backward
+evaluate the activation in fp64 (``kernels/_activations.py`` says why).
 """
 
 from __future__ import annotations
@@ -40,9 +42,16 @@ def _glu_fwd_kernel(
     BLOCK: tl.constexpr, ROWS: tl.constexpr, ACT: tl.constexpr, PRECISE: tl.constexpr,
 ):
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
-    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
-    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
-    out = _activations.activate(a, ACT, PRECISE) * b
+    if PRECISE and ACT == "silu":
+        # SwiGLU's fp32 result as eager computes it, silu(a) rounded, then * b: fp32 arithmetic
+        # (kernels/_activations.py's silu_as_eager), eager's value bit for bit
+        a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, False)
+        b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, False)
+        out = _activations.silu_as_eager(a) * b
+    else:
+        a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+        b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
+        out = _activations.activate(a, ACT, PRECISE) * b
     tl.store(out_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(out, out_ptr), mask=mask)
 
 
@@ -66,8 +75,9 @@ def _glu_bwd_kernel(
     tl.store(gb_ptr + dense, _rows.cast_for_store(act * g, gb_ptr), mask=mask)
 
 
-def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool):
-    tile = _rows.elementwise_tile(layout.n, dtype, backward)
+def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool, activation: str):
+    # SwiGLU's forward is fp32 arithmetic for every dtype (fp32 results: silu_as_eager)
+    tile = _rows.elementwise_tile(layout.n, dtype, backward, fp64_math=activation != "silu")
     return tile, _rows.tile_grid(layout.rows, tile)
 
 
@@ -95,7 +105,7 @@ def _forward_plan(a, b, out, activation: str):
 def _forward_launch(a, b, out, activation: str) -> tuple:
     """(the launcher that reads a and b in place, which of the two a call must copy first)."""
     al, bl = _rows.row_layout(a), _rows.row_layout(b)
-    tile, grid = _launch_grid(al, a.dtype, backward=False)
+    tile, grid = _launch_grid(al, a.dtype, False, activation)
     launch = _glu_fwd_kernel.bind(
         grid, (al.tensor, bl.tensor, out, al.rows, al.n, *al.kernel_args(), *bl.kernel_args()),
         dict(BLOCK=tile.block, ROWS=tile.rows, ACT=activation, PRECISE=a.dtype == torch.float32,
@@ -122,7 +132,7 @@ def _backward_plan(a, b, grad, grad_a, grad_b, activation: str):
 def _backward_launch(a, b, grad, grad_a, grad_b, activation: str) -> tuple:
     """(the launcher that reads a, b and grad in place, which of the three a call must copy first)."""
     al, bl, gl = _rows.row_layout(a), _rows.row_layout(b), _rows.row_layout(grad)
-    tile, grid = _launch_grid(al, a.dtype, backward=True)
+    tile, grid = _launch_grid(al, a.dtype, True, activation)
     launch = _glu_bwd_kernel.bind(
         grid, (al.tensor, bl.tensor, gl.tensor, grad_a, grad_b, al.rows, al.n, grad_a.stride(0),
                *al.kernel_args(), *bl.kernel_args(), *gl.kernel_args()),
