@@ -185,8 +185,8 @@ def _add_mul_relu_op(rows, cols, dtype):
 
 
 def _bias_gelu_backward_op(approximate, rows, cols, dtype):
-    """bias_gelu's backward alone (grad_x and grad_bias's partial rows); eager and compile time the
-    forward reference, as for the other backward ops."""
+    """bias_gelu's backward alone (grad_x, grad_bias's partial rows and their sum); eager and
+    compile time the forward reference, as for the other backward ops."""
     return Op(f"bias_gelu {approximate} backward {rows}x{cols}", rows, cols, dtype,
               lambda x: (x, torch.randn(cols, device=x.device, dtype=dtype), torch.randn_like(x)),
               {"bwd": lambda x, b, g: bias_gelu._backward(x, b, approximate, g)},
@@ -194,10 +194,22 @@ def _bias_gelu_backward_op(approximate, rows, cols, dtype):
 
 
 def _add_mul_act_backward_op(activation, rows, cols, dtype):
+    """add_mul_act's backward from the saved inputs (recomputing z): every activation's inside
+    torch.compile, and all but relu's in eager calls."""
     return Op(f"add_mul_act {activation} backward {rows}x{cols}", rows, cols, dtype,
               lambda x: (x, torch.randn_like(x), torch.randn(cols, device=x.device, dtype=dtype), torch.randn_like(x)),
               {"bwd": lambda x, y, b, g: add_mul_act._backward(x, y, b, 0.5, activation, g)},
               lambda x, y, b, g: x + 0.5 * y + b, streams=5)
+
+
+def _add_mul_relu_bits_backward_op(rows, cols, dtype):
+    """add_mul_act's relu backward in eager calls: from the slope's bits the forward stored."""
+    def inputs(x):
+        y, b = torch.randn_like(x), torch.randn(cols, device=x.device, dtype=dtype)
+        return x, add_mul_act._forward(x, y, b, 0.5, "relu", bits=True)[1], torch.randn_like(x)
+    return Op(f"add_mul_act relu bits backward {rows}x{cols}", rows, cols, dtype, inputs,
+              {"bwd": lambda x, bits, g: add_mul_act._bits_backward(bits, x, 0.5, g, True)},
+              lambda x, bits, g: torch.relu(x), streams=3)
 
 
 def _act_grad_op(activation, rows, cols, dtype):
@@ -334,6 +346,7 @@ TARGETS = {
          _bias_gelu_backward_op("none", 4096, 16384, torch.float32),
          _add_mul_act_backward_op("gelu_tanh", 8192, 16384, torch.bfloat16),
          _add_mul_act_backward_op("relu", 65536, 512, torch.float32),
+         _add_mul_relu_bits_backward_op(65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
         knobs={"programs_per_sm": "backward_programs_per_sm"}),
     # the 16-bit forward tiling: bias-GELU both forms and SwiGLU

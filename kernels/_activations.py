@@ -24,8 +24,10 @@ what fp32 results need, about 1e-9 relative, not for fp64's own ulp: the exp is
 hardware seed (``_rows.reciprocal_moderate``: 3 fused multiply-adds where IEEE division takes 9 and
 a slow path), because the fp64 lanes (64 an SM on an H100) bound these kernels, and libdevice's
 forms leave them far slower. In these forms SwiGLU's fp32 forward, 12 bytes an element for its
-fp64 work, runs near copy bandwidth; exact gelu's fp64 value, 54 fp64 operation slots an element
-(conversions included), stays well below it, hence :func:`gelu_as_eager` (docs/performance.md).
+fp64 work, ran near copy bandwidth on an H100 but not on an H200, whose memory is faster and whose
+lanes are not, hence :func:`silu_as_eager`; exact gelu's fp64 value, 54 fp64 operation slots an
+element (conversions included), stays well below it on either, hence :func:`gelu_as_eager`
+(docs/performance.md).
 Without PRECISE (16-bit outputs) everything is fp32 with the fast exp and reciprocal, whose ~1e-5
 relative error stays far below a 16-bit ulp, and the result is fp32.
 
@@ -213,13 +215,15 @@ def gelu_as_eager(z):
     fp32 add does), the argument rounded as eager's multiply rounds it, and CUDA's erfcf, which is
     what torch.erfc runs: on the GPU, eager's value bit for bit, in fp32 arithmetic.
 
-    It is the one fp32 value here not evaluated in fp64. In fp64 (erfc's polynomial, an exp, a
-    reciprocal: 54 fp64 slots an element) bias-GELU's fp32 forward is bound by the fp64 lanes (64
-    an SM on an H100), well below copy bandwidth; in eager's form it runs near copy bandwidth
-    (docs/performance.md). Rounded as eager rounds, the tail's amplified roundings (z's, the
-    argument's) are eager's own, so its error is eager's; the other activations keep fp64, because
-    their fp32 values, computed in another order than eager's, exceed twice eager's error in the
-    tail (GEGLU's tanh form: 2.25x). The slope (the backward) stays fp64 (:func:`gelu_and_slope`)."""
+    It is one of the two fp32 values here not evaluated in fp64 (:func:`silu_as_eager` is the
+    other). In fp64 (erfc's polynomial, an exp, a reciprocal: 54 fp64 slots an element)
+    bias-GELU's fp32 forward is bound by the fp64 lanes (64 an SM on an H100), well below copy
+    bandwidth; in eager's form it runs near copy bandwidth on an H100 (docs/performance.md).
+    Rounded as eager rounds, the tail's amplified roundings (z's, the argument's) are eager's own,
+    so its error is eager's; the other activations (SwiGLU's forward value aside) keep fp64,
+    because their fp32 values, computed in another order than eager's, exceed twice eager's error
+    in the tail (GEGLU's tanh form: 2.25x). The slope (the backward) stays fp64
+    (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
 
@@ -311,8 +315,10 @@ def activate_with_slope(z, ACT: tl.constexpr, PRECISE: tl.constexpr):
 # grad_bias is the sum of grad_z over rows. Each backward program walks a fixed group of row tiles
 # for one column block, keeps the running sum in fp64 registers and writes one partial row; a
 # small sum over the partials finishes it. No atomics, and the grouping depends only on the shape
-# and the device (its SM count, and how many of the compiled kernel's programs an SM holds), so
-# the result is bitwise reproducible. On a GPU there are as many programs as the device holds at
+# and the device (its SM count, and how many of the compiled kernel's programs an SM holds, sized
+# with the gradient laid out dense whatever its layout: the native path, which copies a strided
+# gradient dense, and the Python path, which reads it in place, group alike), so the result is
+# bitwise reproducible. On a GPU there are as many programs as the device holds at
 # once: one wave, the fastest count of programs per SM or within 2% of it; more start a second,
 # partly filled wave (chosen by benchmarks/tune_rows.py elementwise_backward on an H100,
 # benchmarks/results/2026-11-24-h100-4). Under the interpreter groups are 2 tiles, so that small
@@ -331,8 +337,8 @@ def bias_grad_groups(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, m
     """Row tiles per program of a backward ``kernel`` that reduces grad_bias over (column block,
     row group) programs: ``make_args(partials, tiles_per_group)`` gives the kernel's arguments,
     ``meta`` its constexprs and launch options; ``t`` is the tensor whose device the kernel runs
-    on. The kernel must not specialise on ``tiles_per_group`` (``do_not_specialize``): the variant
-    sized with a stand-in is then the one launched."""
+    on. The kernel must not specialise on ``tiles_per_group`` (``do_not_specialize``), so that a
+    variant sized with a stand-in partials row sizes the one launched."""
     if _rows._SMALL_TILES:
         return INTERPRETER_TILES_PER_GROUP
     per_sm = _rows.ELEMENTWISE.backward_programs_per_sm  # None but where a sweep forces a count
@@ -348,25 +354,28 @@ class BiasGrad(NamedTuple):
     launch: Callable[..., object]  # the kernel, bound (``_launch.Kernel.bind``); writes the partials
     partials_shape: tuple[int, int]  # fp64, one row per row group
     finish: Callable[..., object]  # ``finish(partials, grad_bias)``: their sum, rounded once into grad_bias
+    dtype: torch.dtype  # grad_bias's, which ``finish`` was compiled for
 
-    def grad_bias(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """grad_bias ((N,), ``dtype``) from the partials the launch wrote."""
-        out = torch.empty(partials.shape[-1], dtype=dtype, device=partials.device)
+    def grad_bias(self, partials: torch.Tensor) -> torch.Tensor:
+        """grad_bias ((N,), :attr:`dtype`) from the partials the launch wrote."""
+        out = torch.empty(partials.shape[-1], dtype=self.dtype, device=partials.device)
         self.finish(partials, out)
         return out
 
 
 def bind_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args, meta: dict, *,
-                   runtime: int, dtype: torch.dtype) -> BiasGrad:
+                   runtime: int, dtype: torch.dtype, sizing_args=None) -> BiasGrad:
     """A backward ``kernel`` that reduces grad_bias, bound for an op's plan (``runtime`` per-call
     arguments first), with the sum of its partials (``kernels/_partials.py``) into a grad_bias of
-    ``dtype``. The arguments are as for :func:`bias_grad_groups`."""
-    tiles_per_group = bias_grad_groups(kernel, t, row_tiles, col_blocks, make_args, meta)
+    ``dtype``. The arguments are as for :func:`bias_grad_groups`; ``sizing_args``, where given,
+    stands in for ``make_args`` when the grouping is sized (the arguments with the gradient laid
+    out dense: the grouping above)."""
+    tiles_per_group = bias_grad_groups(kernel, t, row_tiles, col_blocks, sizing_args or make_args, meta)
     shape = (triton.cdiv(row_tiles, tiles_per_group), t.shape[-1])
     partials = torch.empty(shape, dtype=torch.float64, device=t.device)
     out = torch.empty(shape[1], dtype=dtype, device=t.device)
     launch = kernel.bind((col_blocks, shape[0]), make_args(partials, tiles_per_group), meta, runtime=runtime)
-    return BiasGrad(launch, shape, _partials.bind(partials, out, 1, shape[0], shape[1], tl.float64))
+    return BiasGrad(launch, shape, _partials.bind(partials, out, 1, shape[0], shape[1], tl.float64), dtype)
 
 
 def launch_bias_grad(kernel, t: torch.Tensor, row_tiles: int, col_blocks: int, make_args,

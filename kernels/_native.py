@@ -6,7 +6,7 @@ forward+backward of a small op before it does any work (at a LayerNorm of 4 x 64
 that does nothing costs what eager's whole LayerNorm does), and the Python of its backward runs
 cold on autograd's device thread. What eager does in C++ (a node in the graph, allocations,
 launches) must be done in C++ to cost what eager costs; docs/performance.md has the per-call
-figures of the four ops this path serves, with it and without it.
+figures of the ops this path serves, with it and without it.
 
 The saved tensors and output gradients a backward reads are checked against the layouts the
 kernels were compiled for, and copied into them when autograd or a saved-tensor hook
@@ -367,6 +367,24 @@ class Entry:
 
     def __len__(self) -> int:
         return 0 if self._entry is None else len(self._entry)
+
+
+def serve(table: dict, key: tuple, build: Any, entry: Entry, tensors: Sequence[torch.Tensor | None],
+          floats: Sequence[float] = (), ints: Sequence[int] = (), *, graph: bool) -> list[torch.Tensor] | None:
+    """An op's call through the native path (its arguments validated): the program in ``table``
+    under ``key`` (``build()`` makes it on a miss: a program or :data:`NOT_SERVED`), recorded in
+    ``entry`` for the next call of the signature, run with (``graph``) or without its backward
+    node. Returns the outputs, or None where the program is not served (the op's Python path
+    then takes the call). ``key`` must hold all that the program depends on: whatever the
+    entry's key holds (grad mode and, per tensor, dtype, device, alignment, requires_grad, sizes
+    and strides)."""
+    prog = table.get(key)
+    if prog is None:
+        prog = _launch.remember(table, key, build())
+    entry.remember(tensors, prog)
+    if prog is NOT_SERVED:
+        return None
+    return (apply if graph else run)(prog, list(tensors), list(floats), list(ints))
 
 
 def apply(prog: Any, inputs: list, floats: list, ints: list) -> list[torch.Tensor]:

@@ -312,4 +312,3 @@ def _norm_bwd_kernel(
         tl.store(db_part + part_row + cols, tl.sum(acc_db, axis=0)[None, :], mask=col_ok)
     if DXB:
         tl.store(dxb_part + part_row + cols, tl.sum(acc_dxb, axis=0)[None, :], mask=col_ok)
-

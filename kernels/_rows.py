@@ -129,6 +129,14 @@ def row_layout(t: torch.Tensor) -> RowLayout:
     return RowLayout(t, *_layout_plan(t.shape, t.stride()), True)
 
 
+def dense_layout(t: torch.Tensor) -> RowLayout:
+    """The row layout of a contiguous tensor of ``t``'s shape, dtype and device (``t``'s own where
+    it is contiguous; otherwise a fresh tensor's, aligned as fresh allocations are)."""
+    if t.is_contiguous():
+        return row_layout(t)
+    return row_layout(torch.empty_like(t, memory_format=torch.contiguous_format))
+
+
 def copying(launch: Callable[..., object], copied: tuple[bool, ...]) -> Callable[..., object]:
     """A bound launcher (``_launch.Kernel.bind``) for calls whose leading head arguments include
     row layouts that must be copied (``RowLayout.copied``, flagged in ``copied``): each call copies
@@ -573,13 +581,13 @@ ELEMENTWISE_GPU_LIMITS = TileLimits(
 )
 # fp32 results evaluate their activations in fp64 (PRECISE), at half the fp32 lanes, and run
 # fastest with programs of one 1024-wide row and 4 elements a thread (8 warps): tanh bias-GELU
-# and SwiGLU a tenth to a fifth faster than on the 16-bit tile, and GEGLU fastest on it too;
-# add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile.
+# and SwiGLU (then in fp64) a tenth to a fifth faster than on the 16-bit tile, and GEGLU fastest
+# on it too; add_mul_act's relu (only its sum in fp64, no fp64 activation) is level at every tile.
 ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=1024, thread_bytes=16)
 # An fp32 forward whose arithmetic is fp32 (exact bias-GELU's and SwiGLU's values, eager's own
-# fp32 forms) is bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8 elements a thread
-# (4 warps) runs it at 98% of a same-size copy, where the fp64 tile's 8 warps reach 92%
-# (benchmarks/results/2026-11-28-h100-22, 4096 x 16384 on an H100).
+# fp32 forms) is bound by memory, not by the fp64 lanes: one 1024-wide row a program at 8
+# elements a thread (4 warps) runs exact bias-GELU at 98% of a same-size copy, where the fp64
+# tile's 8 warps reach 92% (benchmarks/results/2026-11-28-h100-22, 4096 x 16384 on an H100).
 ELEMENTWISE_FP32_MATH_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=32)
 # Their backward kernels take 4096 elements a program (8 warps for 16-bit inputs): the grad_bias
 # backwards' programs per SM are tuned on this tile (kernels/_activations.py); glu's backward, which

@@ -193,14 +193,18 @@ def _bits_shape(x: torch.Tensor) -> tuple[int, int]:
 
 
 def _pack(tile: _rows.RowTile) -> int:
-    """Columns a byte of bits covers in a tile's terms: 8, or the block of a row narrower than 8."""
+    """Columns a byte of bits covers in a tile's terms: 8, or the block of a row narrower than 8
+    (one block then holds the row, so every block starts on a byte)."""
+    if tile.block < 8 and tile.col_blocks > 1:
+        raise ValueError(f"add_mul_act: a tile of {tile.block}-column blocks splits a row across bytes of bits")
     return min(tile.block, 8)
 
 
 class _ForwardPlan:
     """A forward call signature's launcher: ``raw`` reads every layout in place (None for an empty
     tensor), ``copied`` says which of x, y and bias a call copies first, ``launch`` does so.
-    Called as ``launch(x, y, bias, out, bits, alpha)``; without ``bits`` any tensor stands in."""
+    Called as ``launch(x, y, bias, out, bits, alpha)``; without ``bits``, ``out`` stands in for
+    the bits (the launcher was bound so)."""
 
     def __init__(self, x, y, bias, activation: str, bits: bool):
         self.raw, self.copied, self.launch = None, (False, False, False), _rows.nothing
@@ -237,8 +241,10 @@ def _forward(x, y, bias, alpha: float, activation: str, bits: bool = False):
 class _BackwardPlan:
     """A backward call signature's row grouping and bound launchers: from the saved inputs
     (``activation``) or from relu's bits (``activation=None``; x, y and bias then stand for
-    nothing but x's shape, dtype and device). ``raw`` and ``copied`` as :class:`_ForwardPlan`'s;
-    ``grads`` is a BiasGrad (``kernels/_activations.py``) or None for an empty tensor."""
+    nothing but x's shape, dtype and device). ``copied`` as :class:`_ForwardPlan`'s; ``grads`` is
+    a BiasGrad (``kernels/_activations.py``: its ``launch`` reads every layout in place) or None for
+    an empty tensor. The row grouping is sized with grad laid out dense, whatever its layout
+    (``_activations.bind_bias_grad``)."""
 
     def __init__(self, x, y, bias, activation: str | None, grad):
         n = x.shape[-1]
@@ -247,28 +253,33 @@ class _BackwardPlan:
         if x.numel() == 0:
             return
         gl = _rows.row_layout(grad)
+        dense = _rows.dense_layout(grad)
         tile = _rows.elementwise_tile(n, x.dtype, backward=True)
         row_tiles = triton.cdiv(gl.rows, tile.rows)
         meta = dict(BLOCK=tile.block, ROWS=tile.rows, PRECISE=x.dtype == torch.float32, num_warps=tile.num_warps)
         grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)  # stands in for grad_y too
         if activation is None:
             stored = torch.empty(_bits_shape(x), dtype=torch.uint8, device=x.device)
+
+            def args(g):
+                return lambda partials, tiles_per_group: (stored, g.tensor, grad_x, grad_x, partials, 1.0, g.rows, n,
+                                                          tiles_per_group, *g.kernel_args())
             self.grads = _activations.bind_bias_grad(
-                _add_mul_act_bits_bwd_kernel, x, row_tiles, tile.col_blocks,
-                lambda partials, tiles_per_group: (stored, gl.tensor, grad_x, grad_x, partials, 1.0, gl.rows, n,
-                                                   tiles_per_group, *gl.kernel_args()),
-                {**meta, "PACK": _pack(tile)}, runtime=6, dtype=x.dtype)
+                _add_mul_act_bits_bwd_kernel, x, row_tiles, tile.col_blocks, args(gl), {**meta, "PACK": _pack(tile)},
+                runtime=6, dtype=x.dtype, sizing_args=args(dense))
             self.copied = (False, gl.copied)
         else:
             xl, yl = _rows.row_layout(x), _rows.row_layout(y)
             copy_bias = not bias.is_contiguous()
             bias = bias.contiguous()
+
+            def args(g):
+                return lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias, g.tensor, grad_x, grad_x,
+                                                          partials, 1.0, xl.rows, n, tiles_per_group,
+                                                          *xl.kernel_args(), *yl.kernel_args(), *g.kernel_args())
             self.grads = _activations.bind_bias_grad(
-                _add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks,
-                lambda partials, tiles_per_group: (xl.tensor, yl.tensor, bias, gl.tensor, grad_x, grad_x, partials,
-                                                   1.0, xl.rows, n, tiles_per_group, *xl.kernel_args(),
-                                                   *yl.kernel_args(), *gl.kernel_args()),
-                {**meta, "ACT": activation}, runtime=8, dtype=x.dtype)
+                _add_mul_act_bwd_kernel, x, row_tiles, tile.col_blocks, args(gl), {**meta, "ACT": activation},
+                runtime=8, dtype=x.dtype, sizing_args=args(dense))
             self.copied = (xl.copied, yl.copied, copy_bias, gl.copied)
         self.launch = _rows.copying(self.grads.launch, self.copied)
 
@@ -283,10 +294,11 @@ class _BackwardPlan:
         self.launch(*saved, grad, grad_x, grad_y, partials, alpha)
         return grad_x, grad_y, partials
 
-    def grad_bias(self, partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    def grad_bias(self, partials: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """grad_bias from the partials; ``like`` has x's dtype and device."""
         if self.grads is None:
-            return torch.zeros(partials.shape[-1], dtype=dtype, device=partials.device)
-        return self.grads.grad_bias(partials, dtype)
+            return torch.zeros(partials.shape[-1], dtype=like.dtype, device=like.device)
+        return self.grads.grad_bias(partials)
 
 
 def _backward_plan(x, y, bias, activation: str | None, grad) -> _BackwardPlan:
@@ -303,15 +315,15 @@ def _backward(x, y, bias, alpha: float, activation: str, grad: torch.Tensor, nee
     """(grad_x, grad_y, grad_bias or None) from the saved inputs."""
     plan = _backward_plan(x, y, bias, activation, grad)
     grad_x, grad_y, partials = plan(grad, x, y, bias, alpha=alpha, like=x)
-    return grad_x, grad_y, plan.grad_bias(partials, bias.dtype) if need_bias else None
+    return grad_x, grad_y, plan.grad_bias(partials, x) if need_bias else None
 
 
 def _bits_backward(stored, like: torch.Tensor, alpha: float, grad: torch.Tensor, need_bias: bool):
     """(grad_x, grad_y, grad_bias or None) from relu's bits; ``like`` has x's shape, dtype and
-    device (an empty view stands in)."""
+    device (a one-element view expanded to x's shape stands in)."""
     plan = _backward_plan(like, None, None, None, grad)
     grad_x, grad_y, partials = plan(grad, stored, alpha=alpha, like=like)
-    return grad_x, grad_y, plan.grad_bias(partials, like.dtype) if need_bias else None
+    return grad_x, grad_y, plan.grad_bias(partials, like) if need_bias else None
 
 
 class _AddMulAct(torch.autograd.Function):
@@ -415,18 +427,13 @@ _ENTRIES = {activation: _native.Entry(3, floats=((float("-inf"), None),)) for ac
 
 
 def _native_call(x, y, bias, alpha: float, activation: str) -> torch.Tensor | None:
-    """The call through the native path, or None where it does not serve it (arguments validated).
-    Records the call's program in the activation's entry."""
+    """The call through the native path, or None where it does not serve it (arguments validated)."""
     grad = torch.is_grad_enabled() and (x.requires_grad or y.requires_grad or bias.requires_grad)
     needs = (x.requires_grad, y.requires_grad, bias.requires_grad) if grad else None
-    key = (_key(x, y, bias, activation), bias.stride(), needs)
-    program = _NATIVE_PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, y, bias, activation, needs))
-    _ENTRIES[activation].remember((x, y, bias), program)  # the next call's fast path
-    if program is _native.NOT_SERVED:
-        return None
-    return (_native.run if needs is None else _native.apply)(program, [x, y, bias], [alpha], [])[0]
+    outputs = _native.serve(_NATIVE_PLANS, (_key(x, y, bias, activation), bias.stride(), needs),
+                            lambda: _native_program(x, y, bias, activation, needs), _ENTRIES[activation],
+                            (x, y, bias), [alpha], graph=needs is not None)
+    return None if outputs is None else outputs[0]
 
 
 def _native_program(x, y, bias, activation: str, needs: tuple[bool, bool, bool] | None) -> object:

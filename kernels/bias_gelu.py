@@ -141,7 +141,8 @@ def _backward(x: torch.Tensor, bias: torch.Tensor, approximate: str, grad: torch
 class _BackwardPlan:
     """A backward call signature's row grouping and bound launchers: ``grads``, a BiasGrad
     (``kernels/_activations.py``; None for an empty tensor) reading in place, ``copied`` which of
-    x, bias and grad a call must copy first."""
+    x, bias and grad a call must copy first. The row grouping is sized with grad laid out dense,
+    whatever its layout (``_activations.bind_bias_grad``)."""
 
     def __init__(self, x, bias, approximate: str, grad):
         n = x.shape[-1]
@@ -149,6 +150,7 @@ class _BackwardPlan:
         if x.numel() == 0:
             return
         xl, gl = _rows.row_layout(x), _rows.row_layout(grad)
+        dense = _rows.dense_layout(grad)
         tile = _rows.elementwise_tile(n, x.dtype, backward=True)
         row_tiles = triton.cdiv(xl.rows, tile.rows)
         copy_bias = not bias.is_contiguous()
@@ -156,11 +158,12 @@ class _BackwardPlan:
         meta = dict(BLOCK=tile.block, ROWS=tile.rows, ACT=_ACT[approximate], PRECISE=x.dtype == torch.float32,
                     num_warps=tile.num_warps)
         grad_x = torch.empty_like(x, memory_format=torch.contiguous_format)
-        self.grads = _activations.bind_bias_grad(
-            _bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks,
-            lambda partials, tiles_per_group: (xl.tensor, bias, gl.tensor, grad_x, partials, xl.rows, n,
-                                               tiles_per_group, *xl.kernel_args(), *gl.kernel_args()),
-            meta, runtime=5, dtype=x.dtype)
+
+        def args(g):
+            return lambda partials, tiles_per_group: (xl.tensor, bias, g.tensor, grad_x, partials, xl.rows, n,
+                                                      tiles_per_group, *xl.kernel_args(), *g.kernel_args())
+        self.grads = _activations.bind_bias_grad(_bias_gelu_bwd_kernel, x, row_tiles, tile.col_blocks, args(gl), meta,
+                                                 runtime=5, dtype=x.dtype, sizing_args=args(dense))
         self.copied = (xl.copied, copy_bias, gl.copied)
         self.launch = _rows.copying(self.grads.launch, self.copied)
 
@@ -170,7 +173,7 @@ class _BackwardPlan:
             return grad_x, torch.zeros_like(bias, memory_format=torch.contiguous_format) if need_bias else None
         partials = torch.empty(self.grads.partials_shape, dtype=torch.float64, device=x.device)
         self.launch(x, bias, grad, grad_x, partials)
-        return grad_x, self.grads.grad_bias(partials, bias.dtype) if need_bias else None
+        return grad_x, self.grads.grad_bias(partials) if need_bias else None
 
 
 class _BiasGelu(torch.autograd.Function):
@@ -251,18 +254,13 @@ _ENTRIES = {approximate: _native.Entry(2) for approximate in APPROXIMATE}
 
 
 def _native_call(x, bias, approximate: str) -> torch.Tensor | None:
-    """The call through the native path, or None where it does not serve it (arguments validated).
-    Records the call's program in the approximation's entry."""
+    """The call through the native path, or None where it does not serve it (arguments validated)."""
     grad = torch.is_grad_enabled() and (x.requires_grad or bias.requires_grad)
     needs = (x.requires_grad, bias.requires_grad) if grad else None
-    key = (_key(x, bias, approximate), bias.stride(), needs)
-    program = _NATIVE_PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, bias, approximate, needs))
-    _ENTRIES[approximate].remember((x, bias), program)  # the next call's fast path
-    if program is _native.NOT_SERVED:
-        return None
-    return (_native.run if needs is None else _native.apply)(program, [x, bias], [], [])[0]
+    outputs = _native.serve(_NATIVE_PLANS, (_key(x, bias, approximate), bias.stride(), needs),
+                            lambda: _native_program(x, bias, approximate, needs), _ENTRIES[approximate], (x, bias),
+                            graph=needs is not None)
+    return None if outputs is None else outputs[0]
 
 
 def _native_program(x, bias, approximate: str, needs: tuple[bool, bool] | None) -> object:

@@ -12,9 +12,11 @@ costs no copy and no extra kernel, and its backward writes grad_a and grad_b str
 halves of one ``(..., 2N)`` grad_x. One pass forward (read a and b, write the output), one pass
 backward (read a, b and grad; write both gradients, from act(a) and act'(a) computed together,
 ``kernels/_activations.py``). No reduction, so every element is computed the same way whatever the
-tiling: bitwise reproducible. Arithmetic in fp32. fp32 results: SwiGLU's forward is eager's own fp32
-computation (``_activations.silu_as_eager``, memory-bound); GEGLU's forward and every backward
-evaluate the activation in fp64 (``kernels/_activations.py`` says why).
+tiling: bitwise reproducible. Arithmetic in fp32. fp32 results: SwiGLU's forward is ``F.silu``'s own
+fp32 computation times b in fp32 (``_activations.silu_as_eager``, memory-bound, on the fp32-math
+tile); GEGLU's forward multiplies in fp64 (the tanh form's activation in fp64, the exact form's
+value eager's fp32 ``gelu_as_eager``), and every backward evaluates the slope in fp64
+(``kernels/_activations.py`` says why).
 """
 
 from __future__ import annotations
@@ -283,19 +285,14 @@ _ENTRIES = {activation: _native.Entry(2) for activation in ACTIVATIONS}
 
 
 def _native_call(a, b, activation: str) -> torch.Tensor | None:
-    """The call through the native path, or None where it does not serve it (arguments validated).
-    Records the call's program in the activation's entry."""
+    """The call through the native path, or None where it does not serve it (arguments validated)."""
     grad = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
     needs = (a.requires_grad, b.requires_grad) if grad else None
     key = (a.shape, a.stride(), b.stride(), a.dtype, a.device, a.data_ptr() & 15 == 0, b.data_ptr() & 15 == 0,
            activation, needs)
-    program = _NATIVE_PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_NATIVE_PLANS, key, _native_program(a, b, activation, needs))
-    _ENTRIES[activation].remember((a, b), program)  # the next call's fast path
-    if program is _native.NOT_SERVED:
-        return None
-    return (_native.run if needs is None else _native.apply)(program, [a, b], [], [])[0]
+    outputs = _native.serve(_NATIVE_PLANS, key, lambda: _native_program(a, b, activation, needs), _ENTRIES[activation],
+                            (a, b), graph=needs is not None)
+    return None if outputs is None else outputs[0]
 
 
 def _native_program(a, b, activation: str, needs: tuple[bool, bool] | None) -> object:

@@ -20,8 +20,9 @@ class _FaultyAddMulAct(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, y, bias = ctx.saved_tensors
+        grad = grad.to(x.dtype)  # the plan's key holds no dtype of grad: plan and launch on the same one
         grad_x, grad_y, partials = production._backward_plan(x, y, bias, ctx.activation, grad)(
-            grad.to(x.dtype), x, y, bias, alpha=ctx.alpha, like=x
+            grad, x, y, bias, alpha=ctx.alpha, like=x
         )
         if ctx.fault == "grad_y_without_alpha":  # planted: grad_y = grad_x
             grad_y = grad_x.clone()
