@@ -17,6 +17,9 @@ ACTIVATIONS = {
     "_erfc: if _LIBDEVICE:":
         "libdevice (CUDA's erfcf, what torch.erfc runs on the GPU) exists only on a GPU; the interpreter "
         "takes the fp64 evaluation of the same function",
+    "silu_as_eager: if _LIBDEVICE:":
+        "libdevice (CUDA's expf, what F.silu runs on the GPU) exists only on a GPU; the interpreter "
+        "takes the fp64 evaluation rounded to fp32",
     "reciprocal_moderate: if PRECISE and _NATIVE_RCP:":
         "the hardware reciprocal seed (rcp.approx, inline PTX) exists only on a GPU; the interpreter "
         "runs no PTX and divides in numpy",
