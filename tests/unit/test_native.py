@@ -160,6 +160,16 @@ def _call(fn, args, grad_dtype, expand_grad, native: bool):
         _native._STATE[:] = saved
 
 
+def _assert_same_bits(ours, theirs):
+    """Two calls' results (outputs, then gradients, None where not asked for) are the same, bit
+    for bit, NaNs included."""
+    assert len(ours) == len(theirs)
+    for mine, other in zip(ours, theirs):
+        assert (mine is None) == (other is None)
+        if mine is not None:
+            torch.testing.assert_close(mine, other, rtol=0, atol=0, equal_nan=True)
+
+
 @needs_gpu
 @pytest.mark.parametrize("name", ["layer_norm", "layer_norm without affine", "rms_norm with offset", "softmax"])
 @pytest.mark.parametrize("shape, dtype", [((4, 64), torch.bfloat16), ((3, 5, 130), torch.float32),
@@ -180,10 +190,7 @@ def test_the_native_path_computes_bitwise_what_the_python_path_does(name, shape,
         if native and y.requires_grad:
             assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
-    for ours, python in zip(*results):
-        assert (ours is None) == (python is None)
-        if ours is not None:
-            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 @needs_gpu
@@ -207,8 +214,7 @@ def test_rows_read_in_place_and_saved_tensors_moved_by_a_hook_give_the_python_pa
         if native:
             assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
-    for ours, python in zip(*results):
-        torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 @needs_gpu
@@ -255,10 +261,7 @@ def test_dropout_add_norm_s_native_path_computes_bitwise_what_the_python_path_do
         if native and not no_grad:
             assert type(outputs[0].grad_fn).__name__ == "CppFunction", "the call did not take the native path"
         results.append([o.detach() for o in outputs] + [a.grad if a is not None else None for a in args])
-    for ours, python in zip(*results):
-        assert (ours is None) == (python is None)
-        if ours is not None:
-            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 @needs_gpu
@@ -346,10 +349,7 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
     else:
         assert paths[0] == ("_FlashAttentionBackward" if chunked else "CppFunction"), paths
     assert paths[1] in (None, "_FlashAttentionBackward"), paths
-    for ours, python in zip(*results):
-        assert (ours is None) == (python is None)
-        if ours is not None:
-            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 # -- the entries: a signature's program found and run in C++ ------------------------------------
@@ -430,10 +430,7 @@ def test_a_signature_s_later_calls_run_from_its_entry_with_the_first_call_s_bits
     original = getattr(module, checks)
     monkeypatch.setattr(module, checks, lambda *a, **k: pytest.fail(f"a recorded signature reached {checks}"))
     for graph in (True, False, True):
-        for ours, recorded in zip(run(graph), first[graph]):
-            assert (ours is None) == (recorded is None)
-            if ours is not None:
-                torch.testing.assert_close(ours, recorded, rtol=0, atol=0, equal_nan=True)
+        _assert_same_bits(run(graph), first[graph])
     monkeypatch.setattr(module, checks, original)
 
 
@@ -586,10 +583,7 @@ def test_the_elementwise_ops_native_path_computes_bitwise_what_the_python_path_d
         if native and y.requires_grad:
             assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
-    for ours, python in zip(*results):
-        assert (ours is None) == (python is None)
-        if ours is not None:
-            torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 @needs_gpu
@@ -609,8 +603,7 @@ def test_the_elementwise_ops_read_strided_rows_in_place_and_take_saved_tensors_b
         if native:
             assert y.grad_fn.name() == NODE, "the call did not take the native path"
         results.append([y.detach(), *[a.grad for a in args]])
-    for ours, python in zip(*results):
-        torch.testing.assert_close(ours, python, rtol=0, atol=0, equal_nan=True)
+    _assert_same_bits(*results)
 
 
 @needs_gpu
@@ -635,10 +628,7 @@ def test_an_elementwise_signature_s_later_calls_run_from_its_entry_with_the_firs
     first = {graph: run(graph) for graph in (True, False)}
     monkeypatch.setattr(module, checks, lambda *a, **k: pytest.fail(f"a recorded signature reached {checks}"))
     for graph in (True, False, True):
-        for ours, recorded in zip(run(graph), first[graph]):
-            assert (ours is None) == (recorded is None)
-            if ours is not None:
-                torch.testing.assert_close(ours, recorded, rtol=0, atol=0, equal_nan=True)
+        _assert_same_bits(run(graph), first[graph])
 
 
 @needs_gpu
