@@ -110,11 +110,15 @@ class FwdConfig(NamedTuple):
 
 
 class BwdConfig(NamedTuple):
-    """Key blocks of ``block_n`` against query blocks of ``block_m``; block_n % block_m == 0, so
-    that a key block's causal diagonal covers whole query blocks."""
+    """dK/dV phase: key blocks of ``block_n1`` against query blocks of ``block_m1``; dQ phase:
+    query blocks of ``block_m2`` against key blocks of ``block_n2``. Program i does key block i
+    and query block i, so block_n1 == block_m2; the causal diagonals need block_n1 % block_m1 == 0
+    and block_m2 % block_n2 == 0."""
 
-    block_m: int
-    block_n: int
+    block_m1: int
+    block_n1: int
+    block_m2: int
+    block_n2: int
     num_warps: int
     num_stages: int
 
@@ -133,18 +137,15 @@ _GPU_FWD = {
     128: FwdConfig(128, 64, 8, 3),
 }
 _GPU_BWD = {
-    16: BwdConfig(32, 128, 4, 3),
-    32: BwdConfig(32, 128, 4, 3),
-    64: BwdConfig(32, 128, 4, 3),
-    128: BwdConfig(64, 64, 8, 2),
+    16: BwdConfig(32, 128, 128, 32, 4, 3),
+    32: BwdConfig(32, 128, 128, 32, 4, 3),
+    64: BwdConfig(32, 128, 128, 32, 4, 3),
+    128: BwdConfig(64, 64, 64, 64, 4, 2),
 }
 # A forward launch with fewer programs than this many per SM switches to 64-query blocks.
 _GPU_MIN_PROGRAMS_PER_SM = 2
 _INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
-# The interpreter's backward takes two query blocks per key block at head_dim <= 32 and one above,
-# so that both shapes of the dQ turns (module docstring) run on the CPU.
-_INTERPRETER_BWD = {16: BwdConfig(16, 32, 4, 1), 32: BwdConfig(16, 32, 4, 1), 64: BwdConfig(16, 16, 4, 1),
-                    128: BwdConfig(16, 16, 4, 1)}
+_INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 
 
 
@@ -159,7 +160,7 @@ def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: to
 
 
 def _bwd_config(head_dim: int) -> BwdConfig:
-    return (_INTERPRETER_BWD if _rows._SMALL_TILES else _GPU_BWD)[head_dim]
+    return _INTERPRETER_BWD if _rows._SMALL_TILES else _GPU_BWD[head_dim]
 
 
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
@@ -184,9 +185,8 @@ def _bwd_chunk(group: int, programs_per_chunk: int, device: torch.device) -> int
 
 def block_boundaries() -> tuple[int, ...]:
     """Sequence lengths where the tiling changes on the current backend (for test shapes)."""
-    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _rows._SMALL_TILES else (_GPU_FWD, _GPU_BWD)
-    fwd = fwd if isinstance(fwd, FwdConfig) else fwd[64]
-    return tuple(sorted({fwd.block_m, fwd.block_n} | {size for c in bwd.values() for size in (c.block_m, c.block_n)}))
+    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _rows._SMALL_TILES else (_GPU_FWD[64], _GPU_BWD[64])
+    return tuple(sorted({fwd.block_m, fwd.block_n, bwd.block_m1, bwd.block_n1}))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,13 +313,11 @@ def _attn_fwd_kernel(
 
 @_launch.jit
 def _bwd_delta_kernel(
-    O, O_LO, DO, DLSE, DELTA, TURNS, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
+    O, O_LO, DO, DLSE, DELTA, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
     H, SEQ, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, HAS_DLSE: tl.constexpr,
 ):
     """D = rowsum(dO * O) - dlse for one block of query rows, with O the forward's fp32 output
-    rebuilt as the stored output plus what it lacks of ``acc / w`` (both contiguous, this module's).
-    The program also zeroes its query block's two turn counters (``_attn_bwd_kernel``): this launch
-    runs before the backward's on the same stream, so the backward needs no memset of its own."""
+    rebuilt as the stored output plus what it lacks of ``acc / w`` (both contiguous, this module's)."""
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -336,8 +334,6 @@ def _bwd_delta_kernel(
     if HAS_DLSE:
         delta -= tl.load(DLSE + b * sdl_b + h * sdl_h + offs_m * sdl_s, mask=row_ok, other=0.0).to(tl.float32)
     tl.store(DELTA + row, delta, mask=row_ok)
-    turns = TURNS + (bh.to(tl.int64) * tl.num_programs(0) + tl.program_id(0)) * 2 + tl.arange(0, 2)
-    tl.store(turns, tl.zeros([2], tl.int32))
 
 
 @triton.jit
@@ -354,90 +350,65 @@ def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sd
 
 
 @triton.jit
-def _dq_add_in_turn(part, acc_ptrs, dq_ptrs, row_ok, turn_ptr, turn, last, scale):
-    """Add this key block's share of a query block's dQ (``part``, fp32) in its turn.
-
-    The turn counter (zeroed by the delta kernel) holds how many key blocks have added so far;
-    this one waits for ``turn`` (acquire), adds, and hands the turn on (release). So the shares
-    reach each query block in one fixed order whatever the timing, and dQ is bitwise the same on
-    every run, with no torch-side sum: the first share is stored, the next ones added with relaxed
-    fp32 atomics (one writer at a time), and the ``last`` share is added to what the others left,
-    scaled, rounded once and stored in dQ itself. The turn always goes to a program launched
-    earlier (``_attn_bwd_kernel``), so a waiting program never waits on one not yet running, and
-    under the interpreter, which runs programs one after another, the wait is already over."""
-    while tl.atomic_add(turn_ptr, 0, sem="acquire") != turn:
-        pass
-    if last:
-        total = part
-        if turn != 0:
-            total += tl.load(acc_ptrs, mask=row_ok[:, None], other=0.0, cache_modifier=".cg")
-        tl.store(dq_ptrs, _rows.cast_for_store(total * scale, dq_ptrs), mask=row_ok[:, None])
-    elif turn == 0:
-        tl.store(acc_ptrs, part, mask=row_ok[:, None])
-    else:
-        tl.atomic_add(acc_ptrs, part, mask=row_ok[:, None], sem="relaxed")
-    tl.debug_barrier()  # every thread's share is out before the turn moves on
-    tl.atomic_xchg(turn_ptr, turn + 1, sem="release")
+def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                     sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
+                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr):
+    """Accumulate dK, dV of one key block over query blocks [lo, hi), in transposed form
+    (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
+                                                   sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
+        qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
+        if CAUSAL_MASK:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
+        dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
+    return dk, dv
 
 
 @triton.jit
-def _bwd_block(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sdo_s, sdo_d,
-               acc_base, dq_base, turn_ptr, turn, last, key_ok, offs_n, offs_d, start_m, seq, scale, qk_scale,
-               BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, KEY_MASK: tl.constexpr):
-    """One (key block, query block) pair: dK and dV of the key block accumulate (transposed form,
-    rows = keys), and the query block's share of dQ, ``dS K``, is added in its turn. Query rows >=
-    seq load as zeros with maximum +inf, so their P is exactly 0. KEY_MASK zeroes P for keys >=
-    seq: they load as zeros, but exp2(-m * c) of a row whose scores are all very negative
-    overflows, and inf * 0 would poison dQ."""
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
-                                               sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
-    qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
-    p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
-    if CAUSAL_MASK:
-        p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-    if KEY_MASK:
-        p_t = tl.where(key_ok, p_t, 0.0)
-    dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
-    dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
-    ds_t = _rows.cast_for_store(p_t * (dp_t - delta[None, :]), q_base)
-    dk = dot(ds_t, q, dk)
-    part = dot(tl.trans(ds_t), k, tl.zeros([BLOCK_M, HEAD_DIM], tl.float32))
-    offs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    _dq_add_in_turn(part, acc_base + offs, dq_base + offs, offs_m < seq, turn_ptr, turn, last, scale)
-    return dk, dv
+def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                   offs_m, offs_d, lo, hi, seq, qk_scale,
+                   BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+    """Accumulate dQ of one query block over key blocks [lo, hi). MASK as in ``_fwd_blocks``.
+    Keys >= seq load as zeros; the bounds mask still zeroes their P, because exp2(-m * c) of a
+    row whose scores are very negative overflows, and inf * 0 would poison dQ."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        in_seq = (offs_n < seq)[:, None]
+        k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=in_seq, other=0.0)
+        v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=in_seq, other=0.0)
+        qk = dot(q, tl.trans(k), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
+        p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
+        if MASK == 1:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        elif MASK == 2:
+            p = tl.where((offs_n < seq)[None, :], p, 0.0)
+        dp = dot(do, tl.trans(v), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
+        ds = p * (dp - delta[:, None])
+        dq = dot(_rows.cast_for_store(ds, k_base), k, dq)
+    return dq
 
 
 @_launch.jit
 def _attn_bwd_kernel(
-    Q, K, V, DO, M, L, DELTA, DQ, DQ_ACC, TURNS, DK, DV,
+    Q, K, V, DO, M, L, DELTA, DQ, DK, DV,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
     sdo_b, sdo_h, sdo_s, sdo_d,
     H, GROUP, SEQ, scale, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    CHUNK: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
+    BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, CAUSAL: tl.constexpr, CHUNK: tl.constexpr,
 ):
-    """Program ``(i, batch x chunk)``: key block ``num_programs(0) - 1 - i``, a chunk being CHUNK
-    consecutive q heads that read one k/v head (GROUP of them do; CHUNK divides GROUP). For each
-    q head of the chunk it walks the query blocks that see the key block, from the key block's
-    diagonal on (the "upper" chain: key blocks at or left of the query block's diagonal) and then,
-    not causal, those before the diagonal (the "lower" chain), and per pair accumulates dK, dV
-    and adds dS K to the query block's dQ in turn (``_dq_add_in_turn``).
-
-    Turns: a query block's upper chain takes its key blocks from its diagonal's down to key block
-    0, the lower chain from the last key block down to the one right of the diagonal. Every key
-    block starts at its diagonal and steps one query block at a time, so the key block before it
-    in a chain reached that query block BLOCK_N // BLOCK_M steps earlier: in the steady state no
-    program waits. Each turn passes from key block j + 1 to j, and key block j + 1 is program
-    i - 1: launched earlier, so never waiting on one that cannot run. Causal: key block 0 is the
-    upper chain's last and stores dQ; otherwise the two chains end in fp32 (``DQ_ACC``, upper then
-    lower) and ``_dq_sum_kernel`` adds them.
-
-    dK and dV go to row ``(batch x chunk) * SEQ`` of DK and DV: the gradients themselves when CHUNK
-    == GROUP, else fp32 partial sums, one per chunk, that the launcher adds up (``_backward``)."""
-    key_block = tl.num_programs(0) - 1 - tl.program_id(0)
-    n_query_blocks = tl.cdiv(SEQ, BLOCK_M)
-    ratio: tl.constexpr = BLOCK_N // BLOCK_M
+    """Program ``(i, batch x chunk)``, a chunk being CHUNK consecutive q heads that read one k/v
+    head (GROUP of them do; CHUNK divides GROUP): dK and dV of key block i summed over the chunk's
+    q heads (one fp32 accumulator, the heads in order: no atomics, bitwise reproducible), then dQ
+    of query block i for each of those q heads. dK and dV go to row ``(batch x chunk) * SEQ`` of
+    DK and DV: the gradients themselves when CHUNK == GROUP, else fp32 partial sums, one per
+    chunk, that the launcher adds up (``_backward``)."""
     pid = tl.program_id(1)
     b = (pid // (H // CHUNK)).to(tl.int64)
     h0 = (pid % (H // CHUNK)).to(tl.int64) * CHUNK  # the chunk's first q head
@@ -446,15 +417,14 @@ def _attn_bwd_kernel(
     v_base = V + b * sv_b + kvh * sv_h
     offs_d = tl.arange(0, HEAD_DIM)
 
-    start_n = key_block * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
+    # ---- dK, dV for keys [start_n, start_n + BLOCK_N1) -----------------------------------------
+    start_n = tl.program_id(0) * BLOCK_N1
+    offs_n = start_n + tl.arange(0, BLOCK_N1)
     key_ok = (offs_n < SEQ)[:, None]
     k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=key_ok, other=0.0)
     v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=key_ok, other=0.0)
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    diagonal = key_block * ratio  # the first query block that meets this key block's diagonal
-    last_key_block = tl.num_programs(0) - 1
+    dk = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
     for g in range(CHUNK):  # CHUNK == 1 (plain multi-head attention): a single pass, no loop
         h = h0 + g
         bh = b * H + h
@@ -463,52 +433,48 @@ def _attn_bwd_kernel(
         m_base = M + bh * SEQ
         l_base = L + bh * SEQ
         delta_base = DELTA + bh * SEQ
-        dq_base = DQ + bh * SEQ * HEAD_DIM
-        turns = TURNS + bh * n_query_blocks * 2  # per query block: the upper chain's, the lower's
         if CAUSAL:
-            acc_base = DQ_ACC + bh * SEQ * HEAD_DIM
-            # The diagonal query blocks are masked; those below it see every key of the block.
-            for i in range(diagonal, tl.minimum(diagonal + ratio, n_query_blocks)):
-                dk, dv = _bwd_block(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d,
-                                    sdo_s, sdo_d, acc_base, dq_base, turns + 2 * i, i // ratio - key_block,
-                                    key_block == 0, key_ok, offs_n, offs_d, i * BLOCK_M, SEQ, scale, qk_scale,
-                                    BLOCK_M, HEAD_DIM, True, False)
-            for i in range(diagonal + ratio, n_query_blocks):
-                dk, dv = _bwd_block(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d,
-                                    sdo_s, sdo_d, acc_base, dq_base, turns + 2 * i, i // ratio - key_block,
-                                    key_block == 0, key_ok, offs_n, offs_d, i * BLOCK_M, SEQ, scale, qk_scale,
-                                    BLOCK_M, HEAD_DIM, False, False)
+            # Queries before start_n never see these keys; those in the block's own span are masked.
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                      start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True)
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                      start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False)
         else:
-            upper = DQ_ACC + bh * 2 * SEQ * HEAD_DIM
-            lower = upper + SEQ * HEAD_DIM
-            for i in range(diagonal, n_query_blocks):
-                dk, dv = _bwd_block(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d,
-                                    sdo_s, sdo_d, upper, dq_base, turns + 2 * i, i // ratio - key_block,
-                                    False, key_ok, offs_n, offs_d, i * BLOCK_M, SEQ, scale, qk_scale,
-                                    BLOCK_M, HEAD_DIM, False, True)
-            for i in range(0, diagonal):
-                dk, dv = _bwd_block(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d,
-                                    sdo_s, sdo_d, lower, dq_base, turns + 2 * i + 1, last_key_block - key_block,
-                                    False, key_ok, offs_n, offs_d, i * BLOCK_M, SEQ, scale, qk_scale,
-                                    BLOCK_M, HEAD_DIM, False, True)
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
+                                      0, SEQ, SEQ, qk_scale, BLOCK_M1, False)
     dkv_offs = (pid.to(tl.int64) * SEQ + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + dkv_offs, _rows.cast_for_store(dk * scale, DK), mask=key_ok)
     tl.store(DV + dkv_offs, _rows.cast_for_store(dv, DV), mask=key_ok)
 
-
-@_launch.jit
-def _dq_sum_kernel(DQ_ACC, DQ, SEQ, LOWER_ROWS, scale, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    """Not causal: dQ = (upper chain + lower chain) * scale, rounded once. Rows from LOWER_ROWS on
-    (the last key block's diagonal span) have no lower chain."""
-    bh = tl.program_id(1).to(tl.int64)
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs = offs_m[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
-    upper = DQ_ACC + bh * 2 * SEQ * HEAD_DIM
-    row_ok = (offs_m < SEQ)[:, None]
-    total = tl.load(upper + offs, mask=row_ok, other=0.0)
-    total += tl.load(upper + SEQ * HEAD_DIM + offs, mask=(offs_m < LOWER_ROWS)[:, None], other=0.0)
-    dq = DQ + bh * SEQ * HEAD_DIM
-    tl.store(dq + offs, _rows.cast_for_store(total * scale, DQ), mask=row_ok)
+    # ---- dQ for queries [start_m, start_m + BLOCK_M2), each q head of the group ---------------
+    start_m = tl.program_id(0) * BLOCK_M2
+    offs_m = start_m + tl.arange(0, BLOCK_M2)
+    for g in range(CHUNK):
+        h = h0 + g
+        bh = b * H + h
+        q_base = Q + b * sq_b + h * sq_h
+        do_base = DO + b * sdo_b + h * sdo_h
+        q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, M + bh * SEQ, L + bh * SEQ,
+                                                   DELTA + bh * SEQ, sq_s, sq_d, sdo_s, sdo_d,
+                                                   offs_m, offs_d, SEQ)
+        dq = tl.zeros([BLOCK_M2, HEAD_DIM], tl.float32)
+        if CAUSAL:  # keys past the end are above the diagonal of every valid row: the causal mask
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N2, 0)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M2, SEQ), SEQ, qk_scale,
+                                BLOCK_N2, 1)
+        else:
+            full = (SEQ // BLOCK_N2) * BLOCK_N2
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N2, 0)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N2, 2)
+        dq_offs = (bh * SEQ + offs_m)[:, None] * HEAD_DIM + offs_d[None, :]
+        tl.store(DQ + dq_offs, _rows.cast_for_store(dq * scale, DQ), mask=(offs_m < SEQ)[:, None])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -549,48 +515,30 @@ def _bwd_chunk_of(q, k, config: BwdConfig) -> int:
     batch, heads, seq, _ = q.shape
     kv_heads = k.shape[1]
     group = heads // kv_heads
-    return group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n) * batch * kv_heads, q.device)
+    return group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
 
 
-def _delta_launch(out, out_lo, dout, dlse, delta, turns, config: BwdConfig):
+def _delta_launch(out, out_lo, dout, dlse, delta, config: BwdConfig):
     """The preprocessing kernel's (grid, arguments, options); ``dlse`` None: no log-sum-exp gradient
-    (``delta`` stands in for its pointer, never read). Its programs are the backward's query
-    blocks: each zeroes its block's turn counters."""
+    (``delta`` stands in for its pointer, never read)."""
     batch, heads, seq, head_dim = out.shape
     dlse_strides = _rows.launch_strides(dlse) if dlse is not None else (0, 0, 0)
-    args = (out, out_lo, dout, dlse if dlse is not None else delta, delta, turns, *_rows.launch_strides(dout),
-            *dlse_strides, heads, seq)
-    meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, HAS_DLSE=dlse is not None, num_warps=4)
-    return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
+    args = (out, out_lo, dout, dlse if dlse is not None else delta, delta, *_rows.launch_strides(dout), *dlse_strides,
+            heads, seq)
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None, num_warps=config.num_warps)
+    return (triton.cdiv(seq, config.block_m2), batch * heads), args, meta
 
 
-def _bwd_launch(q, k, v, dout, m, l, delta, dq, dq_acc, turns, dk_out, dv_out, causal: bool, scale, qk_scale,
-                config: BwdConfig, chunk: int):
+def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, scale, qk_scale, config: BwdConfig,
+                chunk: int):
     """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program."""
     batch, heads, seq, head_dim = q.shape
-    args = (q, k, v, dout, m, l, delta, dq, dq_acc, turns, dk_out, dv_out, *_launch_strides(q, k, v, dout),
+    args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
-    meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal, CHUNK=chunk,
-                num_warps=config.num_warps, num_stages=config.num_stages)
-    return (triton.cdiv(seq, config.block_n), batch * heads // chunk), args, meta
-
-
-def _dq_sum_launch(dq_acc, dq, scale, config: BwdConfig):
-    """The non-causal dQ sum's (grid, arguments, options): rows from the last key block's start on
-    have no lower chain."""
-    batch, heads, seq, head_dim = dq.shape
-    lower_rows = (triton.cdiv(seq, config.block_n) - 1) * config.block_n
-    args = (dq_acc, dq, seq, lower_rows, scale)
-    meta = dict(HEAD_DIM=head_dim, BLOCK_M=64, num_warps=4)
-    return (triton.cdiv(seq, 64), batch * heads), args, meta
-
-
-def _bwd_scratch(q, causal: bool, config: BwdConfig) -> tuple[tuple, torch.dtype, tuple, torch.dtype]:
-    """(shape, dtype) of the backward's fp32 dQ chains (one causal, upper and lower otherwise) and
-    of its turn counters (two per query block, zeroed by the delta kernel)."""
-    batch, heads, seq, head_dim = q.shape
-    return ((batch * heads * (1 if causal else 2), seq, head_dim), torch.float32,
-            (batch * heads * triton.cdiv(seq, config.block_m) * 2,), torch.int32)
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
+                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, num_warps=config.num_warps,
+                num_stages=config.num_stages)
+    return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
@@ -628,18 +576,12 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
         dk_out, dv_out = (torch.empty((batch, kv_heads, group // chunk, seq, head_dim), dtype=torch.float32,
                                       device=q.device) for _ in range(2))
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
-    acc_shape, acc_dtype, turns_shape, turns_dtype = _bwd_scratch(q, causal, config)
-    dq_acc = torch.empty(acc_shape, dtype=acc_dtype, device=q.device)
-    turns = torch.empty(turns_shape, dtype=turns_dtype, device=q.device)
     with _rows.launch_guard(q):
-        grid, args, meta = _delta_launch(out, out_lo, dout, dlse, delta, turns, config)
+        grid, args, meta = _delta_launch(out, out_lo, dout, dlse, delta, config)
         _bwd_delta_kernel[grid](*args, **meta)
-        grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dq_acc, turns, dk_out, dv_out, causal, scale,
-                                       scale * _LOG2E, config, chunk)
+        grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal, scale, scale * _LOG2E,
+                                       config, chunk)
         _attn_bwd_kernel[grid](*args, **meta)
-        if not causal:
-            grid, args, meta = _dq_sum_launch(dq_acc, dq, scale, config)
-            _dq_sum_kernel[grid](*args, **meta)
     if chunk != group:  # a fixed-order fp32 sum over the chunks, one rounding: deterministic
         dk.copy_(dk_out.sum(dim=2))
         dv.copy_(dv_out.sum(dim=2))
@@ -811,28 +753,18 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     dout, dq = torch.empty_like(out), torch.empty_like(out)
     dk = torch.empty_like(k, memory_format=torch.contiguous_format)
     dlse, delta = torch.empty_like(lse), torch.empty_like(lse)
-    acc_shape, acc_dtype, turns_shape, turns_dtype = _bwd_scratch(q, causal, config)
-    dq_acc = torch.empty(acc_shape, dtype=acc_dtype, device=q.device)
-    turns = torch.empty(turns_shape, dtype=turns_dtype, device=q.device)
     record = _native.Builder(9)
     q_s, k_s, v_s, out_s, lo_s, m_s, l_s, dout_s, dlse_s = record.given
     dqs = record.empty(q.shape, q.dtype)
     dks, dvs = (record.empty(k.shape, k.dtype) for _ in range(2))
     delta_s = record.empty(lse.shape, torch.float32)
-    acc_s = record.empty(acc_shape, acc_dtype)
-    turns_s = record.empty(turns_shape, turns_dtype)
-    grid, args, meta = _delta_launch(out, out, dout, dlse, delta, turns, config)
+    grid, args, meta = _delta_launch(out, out, dout, dlse, delta, config)
     record.launch(_bwd_delta_kernel.bind(grid, args, meta, runtime=len(args)),
-                  out_s, lo_s, dout_s, dlse_s, delta_s, turns_s, *args[6:])
-    grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dq_acc, turns, dk, dk, causal, 1.0, 1.0, config,
-                                   chunk)
+                  out_s, lo_s, dout_s, dlse_s, delta_s, *args[5:])
+    grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk, dk, causal, 1.0, 1.0, config, chunk)
     record.launch(_attn_bwd_kernel.bind(grid, args, meta, runtime=len(args)),
-                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, acc_s, turns_s, dks, dvs, *args[12:-2],
-                  record.float_arg(0), record.float_arg(1))
-    if not causal:
-        grid, args, meta = _dq_sum_launch(dq_acc, dq, 1.0, config)
-        record.launch(_dq_sum_kernel.bind(grid, args, meta, runtime=len(args)), acc_s, dqs, *args[2:-1],
-                      record.float_arg(0))
+                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dks, dvs, *args[10:-2], record.float_arg(0),
+                  record.float_arg(1))
     return record, (dqs, dks, dvs)
 
 

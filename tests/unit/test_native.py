@@ -309,10 +309,10 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
     from kernels._runtime import sm_count
 
     assert _native.enabled(), "the native extension did not build on this CUDA machine"
-    group, block_n = heads // kv_heads, module._bwd_config(head_dim).block_n
+    group, block_n1 = heads // kv_heads, module._bwd_config(head_dim).block_n1
     if seq is None:
-        seq = block_n * -(-sm_count(0) // kv_heads)  # 2 x kv_heads x key blocks >= 2 programs per SM
-    chunked = group > 1 and module._bwd_chunk(group, -(-seq // block_n) * 2 * kv_heads, torch.device("cuda")) != group
+        seq = block_n1 * -(-sm_count(0) // kv_heads)  # 2 x kv_heads x key blocks >= 2 programs per SM
+    chunked = group > 1 and module._bwd_chunk(group, -(-seq // block_n1) * 2 * kv_heads, torch.device("cuda")) != group
     runs = []
     monkeypatch.setattr(_native, "run", lambda *args, _run=_native.run: runs.append(1) or _run(*args))
     gen = torch.Generator(device="cuda").manual_seed(1)
