@@ -369,19 +369,20 @@ class Entry:
         return 0 if self._entry is None else len(self._entry)
 
 
-def serve(table: dict, key: tuple, build: Any, entry: Entry, tensors: Sequence[torch.Tensor | None],
+def serve(table: dict, key: tuple, build: Any, entry: Entry | None, tensors: Sequence[torch.Tensor | None],
           floats: Sequence[float] = (), ints: Sequence[int] = (), *, graph: bool) -> list[torch.Tensor] | None:
     """An op's call through the native path (its arguments validated): the program in ``table``
     under ``key`` (``build()`` makes it on a miss: a program or :data:`NOT_SERVED`), recorded in
-    ``entry`` for the next call of the signature, run with (``graph``) or without its backward
-    node. Returns the outputs, or None where the program is not served (the op's Python path
+    ``entry`` (where the op has one) for the next call of the signature, run with (``graph``) or
+    without its backward node. Returns the outputs, or None where the program is not served (the op's Python path
     then takes the call). ``key`` must hold all that the program depends on: whatever the
     entry's key holds (grad mode and, per tensor, dtype, device, alignment, requires_grad, sizes
     and strides)."""
     prog = table.get(key)
     if prog is None:
         prog = _launch.remember(table, key, build())
-    entry.remember(tensors, prog)
+    if entry is not None:
+        entry.remember(tensors, prog)
     if prog is NOT_SERVED:
         return None
     return (apply if graph else run)(prog, list(tensors), list(floats), list(ints))

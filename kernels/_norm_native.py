@@ -41,15 +41,9 @@ def call(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None
              bias is not None and bias.requires_grad) if grad else None
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _norm._vector_key(weight),
            _norm._vector_key(bias), rms, needs)
-    program = _PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_PLANS, key, _program(x, weight, bias, rms, needs))
-    (RMS_NORM if rms else LAYER_NORM).remember((x, weight, bias), program)  # the next call's fast path
-    if program is _NONE:
-        return None
-    if needs is None:
-        return _native.run(program, [x, weight, bias], [eps, w_offset], [])[0]
-    return _native.apply(program, [x, weight, bias], [eps, w_offset], [])[0]
+    outputs = _native.serve(_PLANS, key, lambda: _program(x, weight, bias, rms, needs), RMS_NORM if rms else LAYER_NORM,
+                            (x, weight, bias), [eps, w_offset], graph=needs is not None)
+    return None if outputs is None else outputs[0]
 
 
 def _served(x: torch.Tensor, *vectors: torch.Tensor | None) -> bool:
@@ -158,16 +152,9 @@ def call_dropout_add(x, residual, bias, weight, norm_bias, dropout: _norm.Dropou
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _norm._rows_key(residual),
            _norm._vector_key(bias), _norm._vector_key(weight), _norm._vector_key(norm_bias), _norm._dropout_key(dropout),
            rms, prenorm, return_mask, needs)
-    program = _DROPOUT_PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_DROPOUT_PLANS, key, _dropout_program(
-            x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs))
-    if program is _NONE:
-        return None
-    floats = [eps, 0.0, dropout.scale, dropout.scale_lo]
-    ints = [dropout.seed, dropout.threshold]
-    run = _native.run if needs is None else _native.apply
-    return run(program, [x, residual, bias, weight, norm_bias], floats, ints)
+    build = lambda: _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs)  # noqa: E731
+    return _native.serve(_DROPOUT_PLANS, key, build, None, tensors, [eps, 0.0, dropout.scale, dropout.scale_lo],
+                         [dropout.seed, dropout.threshold], graph=needs is not None)
 
 
 def _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs) -> object:

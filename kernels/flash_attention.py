@@ -701,13 +701,9 @@ def _native_call(q, k, v, causal: bool, scale: float, grad: bool):
     needs = (q.requires_grad, k.requires_grad, v.requires_grad) if grad else None
     key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device,
            (q.data_ptr() | k.data_ptr() | v.data_ptr()) & 15 == 0, causal, needs)
-    program = _NATIVE_PLANS.get(key)
-    if program is None:
-        program = _launch.remember(_NATIVE_PLANS, key, _native_program(q, k, v, causal, needs))
-    if program is _native.NOT_SERVED:
-        return None
-    out, lse = (_native.run if needs is None else _native.apply)(program, [q, k, v], [scale, scale * _LOG2E], [])
-    return out, lse
+    outputs = _native.serve(_NATIVE_PLANS, key, lambda: _native_program(q, k, v, causal, needs), None, (q, k, v),
+                            [scale, scale * _LOG2E], graph=needs is not None)
+    return None if outputs is None else tuple(outputs)
 
 
 def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None) -> object:

@@ -403,12 +403,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     grad = x.requires_grad and torch.is_grad_enabled()
     if _native.enabled():  # C++ host path (kernels/_native.py)
         key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, grad)
-        program = _NATIVE_PLANS.get(key)
-        if program is None:
-            program = _launch.remember(_NATIVE_PLANS, key, _native_program(x, grad))
-        _ENTRY.remember((x,), program)  # the next call's fast path
-        if program is not _native.NOT_SERVED:
-            return (_native.apply if grad else _native.run)(program, [x], [], [])[0]
+        outputs = _native.serve(_NATIVE_PLANS, key, lambda: _native_program(x, grad), _ENTRY, (x,), graph=grad)
+        if outputs is not None:
+            return outputs[0]
     if grad:
         return _Softmax.apply(x)
     return _forward(x)  # no graph to record: skip autograd.Function's overhead
