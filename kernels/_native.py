@@ -374,10 +374,10 @@ def serve(table: dict, key: tuple, build: Any, entry: Entry | None, tensors: Seq
     """An op's call through the native path (its arguments validated): the program in ``table``
     under ``key`` (``build()`` makes it on a miss: a program or :data:`NOT_SERVED`), recorded in
     ``entry`` (where the op has one) for the next call of the signature, run with (``graph``) or
-    without its backward node. Returns the outputs, or None where the program is not served (the op's Python path
-    then takes the call). ``key`` must hold all that the program depends on: whatever the
-    entry's key holds (grad mode and, per tensor, dtype, device, alignment, requires_grad, sizes
-    and strides)."""
+    without its backward node. Returns the outputs, or None where the program is not served (the
+    op's Python path then takes the call). ``key`` must hold all that the program depends on:
+    whatever the entry's key holds (grad mode and, per tensor, dtype, device, alignment,
+    requires_grad, sizes and strides)."""
     prog = table.get(key)
     if prog is None:
         prog = _launch.remember(table, key, build())

@@ -41,8 +41,9 @@ def call(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None
              bias is not None and bias.requires_grad) if grad else None
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _norm._vector_key(weight),
            _norm._vector_key(bias), rms, needs)
-    outputs = _native.serve(_PLANS, key, lambda: _program(x, weight, bias, rms, needs), RMS_NORM if rms else LAYER_NORM,
-                            (x, weight, bias), [eps, w_offset], graph=needs is not None)
+    outputs = _native.serve(_PLANS, key, lambda: _program(x, weight, bias, rms, needs),
+                            RMS_NORM if rms else LAYER_NORM, (x, weight, bias), [eps, w_offset],
+                            graph=needs is not None)
     return None if outputs is None else outputs[0]
 
 
@@ -152,9 +153,11 @@ def call_dropout_add(x, residual, bias, weight, norm_bias, dropout: _norm.Dropou
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, _norm._rows_key(residual),
            _norm._vector_key(bias), _norm._vector_key(weight), _norm._vector_key(norm_bias), _norm._dropout_key(dropout),
            rms, prenorm, return_mask, needs)
-    build = lambda: _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs)  # noqa: E731
-    return _native.serve(_DROPOUT_PLANS, key, build, None, tensors, [eps, 0.0, dropout.scale, dropout.scale_lo],
-                         [dropout.seed, dropout.threshold], graph=needs is not None)
+    return _native.serve(_DROPOUT_PLANS, key,
+                         lambda: _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm,
+                                                  return_mask, needs),
+                         None, tensors, [eps, 0.0, dropout.scale, dropout.scale_lo], [dropout.seed, dropout.threshold],
+                         graph=needs is not None)
 
 
 def _dropout_program(x, residual, bias, weight, norm_bias, dropout, rms, prenorm, return_mask, needs) -> object:
