@@ -589,6 +589,12 @@ ELEMENTWISE_PRECISE_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=10
 # elements a thread (4 warps) runs exact bias-GELU at 98% of a same-size copy, where the fp64
 # tile's 8 warps reach 92% (benchmarks/results/2026-11-28-h100-22, 4096 x 16384 on an H100).
 ELEMENTWISE_FP32_MATH_GPU_LIMITS = ELEMENTWISE_PRECISE_GPU_LIMITS._replace(thread_bytes=32)
+# On an H200 exact bias-GELU's fp32 forward is bound by its arithmetic (CUDA's erfcf), not by the
+# faster memory: two 1024-wide rows a program at 16 elements a thread (4 warps) ran 5.7-6.0%
+# faster than the tile above at 4096 x 16384 and 16384 x 3072 (145.1 against 154.2 us, 109.8
+# against 116.9), in two runs on two hosts (benchmarks/results/2026-11-28-h200-24 call 3,
+# 2026-11-28-h200-26 call 3); SwiGLU's fp32 forward, on the same tile, was level (within 0.6%).
+ELEMENTWISE_FP32_MATH_H200_LIMITS = ELEMENTWISE_FP32_MATH_GPU_LIMITS._replace(target_elems=2048, thread_bytes=64)
 # Their backward kernels take 4096 elements a program (8 warps for 16-bit inputs): the grad_bias
 # backwards' programs per SM are tuned on this tile (kernels/_activations.py); glu's backward, which
 # has no such grid, is not swept.
@@ -599,7 +605,7 @@ ELEMENTWISE_BACKWARD_GPU_LIMITS = ELEMENTWISE_GPU_LIMITS._replace(target_elems=4
 ELEMENTWISE = _tuning.Tuning(
     "elementwise", forward=ELEMENTWISE_GPU_LIMITS, fp32_forward=ELEMENTWISE_PRECISE_GPU_LIMITS,
     fp32_math_forward=ELEMENTWISE_FP32_MATH_GPU_LIMITS, backward=ELEMENTWISE_BACKWARD_GPU_LIMITS,
-    backward_programs_per_sm=None,
+    backward_programs_per_sm=None, devices={"H200": {"fp32_math_forward": ELEMENTWISE_FP32_MATH_H200_LIMITS}},
 )
 # Under the interpreter: 64-wide blocks, so CPU-sized rows cross the single-block limit and the
 # split path, and 4 rows per program for blocks of 64 (as the GPU's backward: 4 rows of 1024), so

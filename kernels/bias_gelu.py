@@ -19,8 +19,9 @@ of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function a
 where eager's error at that element can be far smaller (the rounded z alone reaches 2.05x eager's
 envelope there). The exact form's fp32 forward value is eager's own fp32 computation instead
 (``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf): eager's value
-bit for bit on the GPU, at 98% of a copy's bandwidth on its own fp32-arithmetic tile, where the
-fp64 form is bound by the fp64 lanes. The tiling is every elementwise kernel's
+bit for bit on the GPU, at 98% of a copy's bandwidth on an H100 on its own fp32-arithmetic tile,
+where the fp64 form is bound by the fp64 lanes (on an H200, whose memory is faster, erfcf bounds
+it, at 87% of a copy on a tile of its own). The tiling is every elementwise kernel's
 (``_rows.elementwise_limits``): blocks of up to 1024 columns,
 several short rows a program, forward programs in column-block order (``_rows.tile``), strided
 leading dimensions read in place.

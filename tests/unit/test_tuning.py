@@ -55,3 +55,39 @@ def test_the_values_come_back_when_the_block_raises():
         with tuning.replaced(tile=128):
             raise RuntimeError("a candidate failed to compile")
     assert tuning.tile == 64
+
+
+def test_a_gpu_model_measured_otherwise_reads_its_own_entries(monkeypatch):
+    from kernels import _tuning
+    monkeypatch.setattr(_tuning, "gpu_name", lambda: "NVIDIA H200")
+    tuning = Tuning("toy", devices={"H200": {"tile": 128}, "A100": {"tile": 32}}, tile=64, prefetch=None)
+    assert (tuning.tile, tuning.prefetch) == (128, None)
+    assert dict(tuning.defaults) == {"tile": 128, "prefetch": None}
+    with tuning.replaced(prefetch=True):  # a sweep's candidate over the model's measured values
+        assert (tuning.tile, tuning.prefetch) == (128, True)
+    assert "replaced" not in repr(tuning)
+    with tuning.replaced(tile=64):
+        assert tuning.tile == 64 and "replaced: ['tile']" in repr(tuning)
+    assert tuning.tile == 128
+
+
+@pytest.mark.parametrize("name", [None, "NVIDIA H100 80GB HBM3"])
+def test_another_gpu_or_none_reads_the_entries_given(monkeypatch, name):
+    from kernels import _tuning
+    monkeypatch.setattr(_tuning, "gpu_name", lambda: name)
+    tuning = Tuning("toy", devices={"H200": {"tile": 128}}, tile=64)
+    assert tuning.tile == 64 and dict(tuning.defaults) == {"tile": 64}
+
+
+def test_a_model_entry_the_tuning_lacks_is_named_at_construction():
+    with pytest.raises(ValueError, match=r"toy tuning's entries for 'H200' name entries it does not have: "
+                                         r"\['tiles'\]; its entries: \['tile'\]"):
+        Tuning("toy", devices={"H200": {"tiles": 128}}, tile=64)
+
+
+def test_two_models_matching_one_gpu_are_refused(monkeypatch):
+    from kernels import _tuning
+    monkeypatch.setattr(_tuning, "gpu_name", lambda: "NVIDIA H200 NVL")
+    tuning = Tuning("toy", devices={"H200": {"tile": 128}, "NVL": {"tile": 32}}, tile=64)
+    with pytest.raises(ValueError, match=r"toy tuning has 2 sets of entries for the GPU 'NVIDIA H200 NVL'"):
+        tuning.tile
