@@ -4,8 +4,9 @@ LayerNorm and RMSNorm (forward; and their shared backward, ``norm_backward``, wi
 rows take them, ``norm_backward_columns_from``; and with the next tile loaded ahead,
 ``norm_backward_prefetch``), dropout-add-LayerNorm (``dropout_norm_forward``,
 ``dropout_norm_backward``), and the elementwise family (add_mul_act, bias_gelu, glu share one
-forward tiling, ``elementwise``, and one for fp32 results, ``elementwise_fp32``; their backward's
-grid with grad_bias is ``elementwise_backward``); and time what softmax's fp32 numerics cost.
+forward tiling, ``elementwise``, one for fp32 results, ``elementwise_fp32``, and one for fp32
+results computed in fp32 arithmetic, ``elementwise_fp32_math``; their backward's grid with
+grad_bias is ``elementwise_backward``); and time what softmax's fp32 numerics cost.
 
 Each candidate ``TileLimits`` is timed interleaved with eager and torch.compile of the reference
 and with a plain device copy of the first input (what the memory system gives at that size: a
@@ -24,7 +25,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
-        [elementwise_fp32] [elementwise_backward]
+        [elementwise_fp32] [elementwise_fp32_math] [elementwise_backward]
 """
 
 from __future__ import annotations
