@@ -69,11 +69,10 @@ normalised by the rounded weights' own sum. The reference (``references/flash_at
 states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's D is
 more accurate than that budget assumes.
 
-Tiling: on a GPU, forward blocks of 128 queries x 64 keys (4 warps for head_dim <= 64, 8 for 128),
-3-4 pipeline stages, and a shorter query block when a launch would not fill the device (the
-backward's tiles per head_dim: ``_GPU_BWD``); under the
-interpreter, 32 x 16 (so that CPU-sized sequences span several blocks and the causal diagonal spans
-two key blocks, as 128 x 64 does on the GPU). See ``_GPU_FWD`` / ``_GPU_BWD``.
+Tiling: on a GPU, forward blocks of 64 queries x 64 keys, 4 warps, 3 pipeline stages (the
+backward's tiles per head_dim: ``_GPU_BWD``); under the interpreter, 32 x 16, so that CPU-sized
+sequences span several blocks and the forward's causal diagonal spans two key blocks (the causal
+forward needs block_n to divide block_m). See ``_GPU_FWD`` / ``_GPU_BWD``.
 """
 
 from __future__ import annotations
@@ -123,40 +122,36 @@ class BwdConfig(NamedTuple):
     num_stages: int
 
 
-# GPU choices by head_dim, chosen by measurement on an H100 (benchmarks/results/2026-11-28-h100-20).
-# Forward: 128 x 64 tiles; 8 warps at head_dim 128 keep the fp32 accumulator (128 x 128) at 64
-# registers per thread. Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles
-# held across the loop, so block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per
-# thread with 4 warps); there (64, 64, 64, 64, 4, 2) takes the backward 10-21% less time than
-# (32, 64, 64, 32, 4, 3) at seq 4096. At head_dim 64, 3 stages are faster than 4 (level
+# GPU choices by head_dim. Forward: blocks of 64 queries x 64 keys, 4 warps, 3 stages at every
+# head_dim (the fp32 accumulator, 64 x 128 at head_dim 128, is 64 registers per thread), chosen on
+# an H200 over every benchmark shape (benchmarks/results/2026-11-28-h200-26, call 6, device time
+# against the 128-query blocks of 2026-11-28-h100-20): 7-17% less time causal at seq 1k and 4k
+# (head_dim 64 and 128, grouped-query included), 2-5% at head_dim 64 not causal, level (within
+# 1%) at head_dim 128 not causal and at seq 16k; the forward that saves the backward's statistics
+# 2-27% less. 128 x 128 tiles (8 warps) were slower or level at every shape but one: head_dim 64,
+# causal, seq 16k (202 against 251 us), where at seq 4k they were 10% slower. The
+# SMs of the H100 and the H200 are the same and attention is bound by them, where the two GPUs'
+# device times agree within 1-4% (2026-11-28-h200-25); the choice was not timed on an H100.
+# Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop, so
+# block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4 warps);
+# there (64, 64, 64, 64, 4, 2) takes the backward 10-21% less time than (32, 64, 64, 32, 4, 3) at
+# seq 4096 on an H100 (2026-11-28-h100-20). At head_dim 64, 3 stages are faster than 4 (level
 # non-causal, 6% causal); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
-_GPU_FWD = {
-    16: FwdConfig(128, 64, 4, 4),
-    32: FwdConfig(128, 64, 4, 4),
-    64: FwdConfig(128, 64, 4, 3),
-    128: FwdConfig(128, 64, 8, 3),
-}
+_GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdConfig(64, 64, 4, 3),
+            128: FwdConfig(64, 64, 4, 3)}
 _GPU_BWD = {
     16: BwdConfig(32, 128, 128, 32, 4, 3),
     32: BwdConfig(32, 128, 128, 32, 4, 3),
     64: BwdConfig(32, 128, 128, 32, 4, 3),
     128: BwdConfig(64, 64, 64, 64, 4, 2),
 }
-# A forward launch with fewer programs than this many per SM switches to 64-query blocks.
-_GPU_MIN_PROGRAMS_PER_SM = 2
 _INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
 _INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 
 
 
-def _fwd_config(head_dim: int, seq: int, programs_per_block_row: int, device: torch.device) -> FwdConfig:
-    if _rows._SMALL_TILES:
-        return _INTERPRETER_FWD
-    config = _GPU_FWD[head_dim]
-    programs = triton.cdiv(seq, config.block_m) * programs_per_block_row
-    if programs < _GPU_MIN_PROGRAMS_PER_SM * sm_count(device) and config.block_m > 64:
-        config = config._replace(block_m=64, num_warps=4)
-    return config
+def _fwd_config(head_dim: int) -> FwdConfig:
+    return _INTERPRETER_FWD if _rows._SMALL_TILES else _GPU_FWD[head_dim]
 
 
 def _bwd_config(head_dim: int) -> BwdConfig:
@@ -502,7 +497,7 @@ def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, 
     that both the Python path and the native recording launch (the scales may be the recording's
     per-call floats)."""
     batch, heads, seq, head_dim = q.shape
-    config = _fwd_config(head_dim, seq, batch * heads, q.device)
+    config = _fwd_config(head_dim)
     args = (q, k, v, out, out_lo, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
             qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,

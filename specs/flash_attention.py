@@ -83,7 +83,7 @@ def _backward_bytes(call):
 
 def _shape(seq, head_dim, causal, dtype="float16", quick=False, heads=None, kv_heads=None, batch=None):
     """A benchmark point of 64 K query rows (batch x heads x seq; 16 heads up to seq 4096) unless
-    ``batch`` is given: 512 blocks of 128 queries, about four per SM on an H100.
+    ``batch`` is given: 1024 forward blocks of 64 queries, about eight per SM on an H100.
     ``kv_heads`` (default: ``heads``) makes it grouped-query attention."""
     heads = heads or min(16, 65536 // seq)
     kv_heads = kv_heads or heads
@@ -198,8 +198,7 @@ SPEC = KernelSpec(
             _shape(4096, 128, False),
             _shape(4096, 128, True),
             # seq 16k: one sequence of 2 heads, so that eager's and the fp64 re-check's 16k x 16k
-            # score tensors (1 GiB a head in fp32, 2 GiB in fp64) fit. 256 blocks of 128 queries
-            # are under two per SM on an H100: the forward takes its 64-query blocks there
+            # score tensors (1 GiB a head in fp32, 2 GiB in fp64) fit: 512 forward blocks of 64 queries
             _shape(16384, 64, True, heads=2, batch=1),
             _shape(16384, 128, False, heads=2, batch=1),
             _shape(16384, 128, True, heads=2, batch=1),
