@@ -125,10 +125,10 @@ class BwdConfig(NamedTuple):
 # GPU choices by head_dim. Forward: blocks of 64 queries x 64 keys, 4 warps, 3 stages at every
 # head_dim (the fp32 accumulator, 64 x 128 at head_dim 128, is 64 registers per thread), chosen on
 # an H200 over every benchmark shape (benchmarks/results/2026-11-28-h200-26, call 6, device time
-# against the 128-query blocks of 2026-11-28-h100-20): 7-17% less time causal at seq 1k and 4k
+# against the 128-query blocks of 2026-11-28-h100-20): 7-17% faster causal at seq 1k and 4k
 # (head_dim 64 and 128, grouped-query included), 2-5% at head_dim 64 not causal, level (within
 # 1%) at head_dim 128 not causal and at seq 16k; the forward that saves the backward's statistics
-# 2-27% less. 128 x 128 tiles (8 warps) were slower or level at every shape but one: head_dim 64,
+# 1-27% faster. 128 x 128 tiles (8 warps) were slower or level at every shape but one: head_dim 64,
 # causal, seq 16k (202 against 251 us), where at seq 4k they were 10% slower. The
 # SMs of the H100 and the H200 are the same and attention is bound by them, where the two GPUs'
 # device times agree within 1-4% (2026-11-28-h200-25); the choice was not timed on an H100.
