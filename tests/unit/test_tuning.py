@@ -1,11 +1,12 @@
 """A kernel module's tuning (``kernels/_tuning.py``): entries read at plan time, replaced for the
-length of a with-block, with every plan built from other values forgotten on the way in and out."""
+length of a with-block, with every plan built from other values forgotten on the way in and out;
+a GPU model's own measured entries over the ones given."""
 
 import threading
 
 import pytest
 
-from kernels import _launch
+from kernels import _launch, _tuning
 from kernels._tuning import Tuning
 
 
@@ -58,7 +59,6 @@ def test_the_values_come_back_when_the_block_raises():
 
 
 def test_a_gpu_model_measured_otherwise_reads_its_own_entries(monkeypatch):
-    from kernels import _tuning
     monkeypatch.setattr(_tuning, "gpu_name", lambda: "NVIDIA H200")
     tuning = Tuning("toy", devices={"H200": {"tile": 128}, "A100": {"tile": 32}}, tile=64, prefetch=None)
     assert (tuning.tile, tuning.prefetch) == (128, None)
@@ -73,7 +73,6 @@ def test_a_gpu_model_measured_otherwise_reads_its_own_entries(monkeypatch):
 
 @pytest.mark.parametrize("name", [None, "NVIDIA H100 80GB HBM3"])
 def test_another_gpu_or_none_reads_the_entries_given(monkeypatch, name):
-    from kernels import _tuning
     monkeypatch.setattr(_tuning, "gpu_name", lambda: name)
     tuning = Tuning("toy", devices={"H200": {"tile": 128}}, tile=64)
     assert tuning.tile == 64 and dict(tuning.defaults) == {"tile": 64}
@@ -86,7 +85,6 @@ def test_a_model_entry_the_tuning_lacks_is_named_at_construction():
 
 
 def test_two_models_matching_one_gpu_are_refused(monkeypatch):
-    from kernels import _tuning
     monkeypatch.setattr(_tuning, "gpu_name", lambda: "NVIDIA H200 NVL")
     tuning = Tuning("toy", devices={"H200": {"tile": 128}, "NVL": {"tile": 32}}, tile=64)
     with pytest.raises(ValueError, match=r"toy tuning has 2 sets of entries for the GPU 'NVIDIA H200 NVL'"):
