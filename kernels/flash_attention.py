@@ -69,10 +69,10 @@ normalised by the rounded weights' own sum. The reference (``references/flash_at
 states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's D is
 more accurate than that budget assumes.
 
-Tiling: on a GPU, forward blocks of 64 queries x 64 keys, 4 warps, 3 pipeline stages (the
-backward's tiles per head_dim: ``_GPU_BWD``); under the interpreter, 32 x 16, so that CPU-sized
-sequences span several blocks and the forward's causal diagonal spans two key blocks (the causal
-forward needs block_n to divide block_m). See ``_GPU_FWD`` / ``_GPU_BWD``.
+Tiling: on a GPU, forward blocks of 64 queries x 64 keys, 4 warps, 3 pipeline stages; the
+backward's tiles per head_dim, smaller where the large ones would leave SMs idle (``_GPU_BWD``).
+Under the interpreter, 32 x 16, so that CPU-sized sequences span several blocks and the forward's
+causal diagonal spans two key blocks (the causal forward needs block_n to divide block_m).
 """
 
 from __future__ import annotations
@@ -132,19 +132,32 @@ class BwdConfig(NamedTuple):
 # causal, seq 16k (202 against 251 us), where at seq 4k they were 10% slower. The
 # SMs of the H100 and the H200 are the same and attention is bound by them, where the two GPUs'
 # device times agree within 1-4% (2026-11-28-h200-25); the choice was not timed on an H100.
+_GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdConfig(64, 64, 4, 3),
+            128: FwdConfig(64, 64, 4, 3)}
 # Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop, so
 # block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4 warps);
 # there (64, 64, 64, 64, 4, 2) takes the backward 10-21% less time than (32, 64, 64, 32, 4, 3) at
 # seq 4096 on an H100 (2026-11-28-h100-20). At head_dim 64, 3 stages are faster than 4 (level
 # non-causal, 6% causal); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
-_GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdConfig(64, 64, 4, 3),
-            128: FwdConfig(64, 64, 4, 3)}
-_GPU_BWD = {
-    16: BwdConfig(32, 128, 128, 32, 4, 3),
-    32: BwdConfig(32, 128, 128, 32, 4, 3),
-    64: BwdConfig(32, 128, 128, 32, 4, 3),
-    128: BwdConfig(64, 64, 64, 64, 4, 2),
-}
+# Those large tiles need a grid that fills the GPU: one program per key block and q head. Where
+# they leave too few programs, smaller key blocks win by more than they lose per block, so each
+# head_dim has steps, largest first, each taken where its grid has at least the given share of
+# programs per SM (causal, not causal), the last taken on any grid. Measured on an H200 (132 SMs,
+# 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads 1-64, seq 1k-32k): at head_dim
+# 64, 64-key blocks are 1.24-1.35x faster where the 128-key grid has 128 programs (1.39-1.49x
+# not causal at 64 programs), 32-key blocks 1.84-2.95x where the 64-key grid has fewer programs
+# than SMs (causal) or than half of them (not causal); at head_dim 128,
+# 32-key blocks 1.15-1.52x where the 64-key grid has 64 programs or fewer, and slower (0.72-0.98)
+# at 128. With a full grid the large tiles stay best (every benchmark shape), except head_dim 64,
+# causal, seq 16k with two heads (64-key blocks 1.08x there, on 256 programs; not worth a step).
+_GPU_BWD_SMALL_GRID = BwdConfig(32, 32, 32, 32, 4, 3)
+_GPU_BWD_D64 = (
+    (BwdConfig(32, 128, 128, 32, 4, 3), 1.0, 1.0),
+    (BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
+    (_GPU_BWD_SMALL_GRID, 0.0, 0.0),
+)
+_GPU_BWD = {16: _GPU_BWD_D64, 32: _GPU_BWD_D64, 64: _GPU_BWD_D64,
+            128: ((BwdConfig(64, 64, 64, 64, 4, 2), 0.5, 0.5), (_GPU_BWD_SMALL_GRID, 0.0, 0.0))}
 _INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
 _INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 
@@ -154,8 +167,21 @@ def _fwd_config(head_dim: int) -> FwdConfig:
     return _INTERPRETER_FWD if _rows._SMALL_TILES else _GPU_FWD[head_dim]
 
 
-def _bwd_config(head_dim: int) -> BwdConfig:
-    return _INTERPRETER_BWD if _rows._SMALL_TILES else _GPU_BWD[head_dim]
+def _bwd_config(q_shape, causal: bool, device: torch.device) -> BwdConfig:
+    """The backward's tiles for q of ``q_shape`` (``_GPU_BWD``; the interpreter's small tiles)."""
+    batch, heads, seq, head_dim = q_shape
+    if _rows._SMALL_TILES:
+        return _INTERPRETER_BWD
+    return _gpu_bwd_config(head_dim, causal, seq, batch * heads, sm_count(device))
+
+
+def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms: int) -> BwdConfig:
+    """The first of head_dim's steps whose grid (key blocks x batch x q heads, the grid of a
+    grouped-query backward split into single heads) has its share of programs per SM."""
+    for config, causal_share, share in _GPU_BWD[head_dim]:
+        if triton.cdiv(seq, config.block_n1) * batch_heads >= (causal_share if causal else share) * sms:
+            return config
+    raise AssertionError(f"{OP}: the last backward step of head_dim {head_dim} must take any grid")
 
 
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
@@ -180,8 +206,11 @@ def _bwd_chunk(group: int, programs_per_chunk: int, device: torch.device) -> int
 
 def block_boundaries() -> tuple[int, ...]:
     """Sequence lengths where the tiling changes on the current backend (for test shapes)."""
-    fwd, bwd = (_INTERPRETER_FWD, _INTERPRETER_BWD) if _rows._SMALL_TILES else (_GPU_FWD[64], _GPU_BWD[64])
-    return tuple(sorted({fwd.block_m, fwd.block_n, bwd.block_m1, bwd.block_n1}))
+    if _rows._SMALL_TILES:
+        fwd, bwds = _INTERPRETER_FWD, (_INTERPRETER_BWD,)
+    else:
+        fwd, bwds = _GPU_FWD[64], tuple(step[0] for step in _GPU_BWD[64])
+    return tuple(sorted({fwd.block_m, fwd.block_n} | {b for bwd in bwds for b in (bwd.block_m1, bwd.block_n1)}))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -562,7 +591,7 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
     dk, dv = (torch.empty_like(k, memory_format=torch.contiguous_format) for _ in range(2))
     if dq.numel() == 0:  # validation: no q heads means no k/v heads, so dk and dv are empty too
         return dq, dk, dv
-    config = _bwd_config(head_dim)
+    config = _bwd_config(q.shape, causal, q.device)
     group = heads // kv_heads
     chunk = _bwd_chunk_of(q, k, config)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
@@ -737,7 +766,7 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
 def _native_backward(q, k, v, out, lse, causal: bool):
     """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
     dq, dk and dv; None where the group's chunks would be summed in torch."""
-    config = _bwd_config(q.shape[-1])
+    config = _bwd_config(q.shape, causal, q.device)
     chunk = _bwd_chunk_of(q, k, config)
     if chunk != q.shape[1] // k.shape[1]:
         return None

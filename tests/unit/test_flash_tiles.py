@@ -1,0 +1,71 @@
+"""flash_attention's backward tiles: the large tiles on a full grid, smaller key blocks where they
+would leave SMs idle (``kernels/flash_attention._GPU_BWD``). The choice is host arithmetic, so it
+is tested here on any machine; the GPU runs check each tile's gradients."""
+
+import pytest
+import torch
+
+from kernels import _rows
+from kernels import flash_attention as fa
+
+SMS = 132  # an H100 SXM or H200: the GPU the steps were measured on
+
+
+def _key_block(head_dim, causal, seq, batch_heads, sms=SMS):
+    return fa._gpu_bwd_config(head_dim, causal, seq, batch_heads, sms).block_n1
+
+
+@pytest.mark.parametrize("head_dim", sorted(fa._GPU_BWD))
+def test_each_head_dim_s_steps_are_valid_launches_from_largest_to_any_grid(head_dim):
+    steps = fa._GPU_BWD[head_dim]
+    for config, causal_share, share in steps:
+        assert config.block_n1 == config.block_m2, config  # program i: key block i and query block i
+        assert config.block_n1 % config.block_m1 == 0 and config.block_m2 % config.block_n2 == 0, config
+        assert causal_share >= 0 and share >= 0
+    assert [c.block_n1 for c, _, _ in steps] == sorted({c.block_n1 for c, _, _ in steps}, reverse=True)
+    assert steps[-1][1:] == (0.0, 0.0), "the last step must take any grid"
+    for causal in (False, True):  # a one-program grid and a huge one both get a step
+        assert fa._gpu_bwd_config(head_dim, causal, 1, 1, SMS) == steps[-1][0]
+        assert fa._gpu_bwd_config(head_dim, causal, 1 << 20, 64, SMS) == steps[0][0]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_full_grid_keeps_the_large_tiles_at_every_benchmark_shape(causal):
+    # (seq, batch x q heads) of specs/flash_attention.py's benchmark shapes
+    for seq, batch_heads in ((1024, 64), (4096, 16), (16384, 2), (4096, 32)):
+        assert _key_block(64, causal, seq, batch_heads) == 128
+        assert _key_block(128, causal, seq, batch_heads) == 64
+
+
+def test_smaller_key_blocks_where_the_grid_would_leave_sms_idle():
+    # head_dim 64: 128-key blocks need a program per SM; below that, 64-key blocks where they
+    # have one per SM (causal) or one per two SMs (not causal); else 32-key blocks
+    assert _key_block(64, True, 4096, 4) == 64  # 128 programs of 128 keys, 256 of 64
+    assert _key_block(64, False, 4096, 4) == 64
+    assert _key_block(64, True, 4096, 2) == 32  # 64 of 128, 128 of 64 (fewer than 132)
+    assert _key_block(64, False, 4096, 2) == 64  # 128 of 64 >= 66
+    assert _key_block(64, False, 4096, 1) == 32  # 64 of 64 < 66
+    # head_dim 128: 64-key blocks need a program per two SMs
+    assert _key_block(128, True, 4096, 2) == 64  # 128 programs
+    assert _key_block(128, False, 4096, 1) == 32  # 64 programs
+    # the thresholds scale with the SMs
+    assert _key_block(64, True, 4096, 4, sms=264) == 32
+
+
+def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
+    monkeypatch.setattr(fa, "sm_count", lambda device: SMS)
+    device = torch.device("cuda", 0)  # never touched: sm_count is the stand-in above
+    assert fa._bwd_config((1, 4, 4096, 64), True, device).block_n1 == 64
+    assert fa._bwd_config((2, 2, 4096, 64), True, device).block_n1 == 64
+    assert fa._bwd_config((1, 2, 4096, 64), True, device).block_n1 == 32
+    assert fa._bwd_config((4, 16, 1024, 64), True, device).block_n1 == 128
+
+
+def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_gpu_block(monkeypatch):
+    if _rows._SMALL_TILES:
+        assert fa._bwd_config((1, 1, 4096, 64), True, torch.device("cpu")) == fa._INTERPRETER_BWD
+    monkeypatch.setattr(_rows, "_SMALL_TILES", False)
+    boundaries = set(fa.block_boundaries())
+    for config, _, _ in fa._GPU_BWD[64]:
+        assert {config.block_m1, config.block_n1} <= boundaries
