@@ -69,6 +69,13 @@ _CASE = {
 }
 
 
+# A replay of the H100 nightly's case, on GPUs only. Under Triton's interpreter its gradients round
+# to eager's, and with D planted back on the unrounded sum (``acc / l``) its score stays 0.107, as
+# the kernel's does: there it cannot fail for the bug it was kept for, and it took 35-90 s of the
+# CPU suite. That plant passes it on an H200 too (benchmarks/results/2026-11-28-h200-27, call 5);
+# the equal-value tests above fail on it on both.
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="a GPU replay: the interpreter does not reproduce this case's roundings (see above)")
 def test_the_h100_case_of_near_uniform_rows_and_equal_values_is_well_within_the_gpu_budget():
     spec = load_specs()["flash_attention"]
     result = run_check(spec, spec.implementations["triton"].load(), "backward", Case.from_json(_CASE),
