@@ -148,8 +148,12 @@ _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdCon
 # not causal at 64 programs), 32-key blocks 1.84-2.95x where the 64-key grid has fewer programs
 # than SMs (causal) or than half of them (not causal); at head_dim 128,
 # 32-key blocks 1.15-1.52x where the 64-key grid has 64 programs or fewer, and slower (0.72-0.98)
-# at 128. With a full grid the large tiles stay best (every benchmark shape), except head_dim 64,
+# at 128. With a full grid the large tiles stay best (every benchmark shape but the one-row launch
+# shape, which now takes 32 x 32), except head_dim 64,
 # causal, seq 16k with two heads (64-key blocks 1.08x there, on 256 programs; not worth a step).
+# The thresholds sit just above measured grids (128 and 64 programs); grids between the measured
+# points (133-255 at head_dim 64, 65-127 at 128) were not timed. The tiles, and so the gradients'
+# bits, depend on the GPU's SM count: repeated calls on one GPU stay bitwise identical.
 _GPU_BWD_SMALL_GRID = BwdConfig(32, 32, 32, 32, 4, 3)
 _GPU_BWD_D64 = (
     (BwdConfig(32, 128, 128, 32, 4, 3), 1.0, 1.0),

@@ -143,7 +143,8 @@ SPEC = KernelSpec(
         # q has kv_heads * group heads: group 1 is multi-head attention, kv_heads 1 multi-query.
         "kv_heads": Dim(cpu_max=2, gpu_max=5),
         "group": Dim(cpu_max=2, gpu_max=4),
-        # CPU: up to past two 16-key blocks and one 32-query block (33); GPU: past several 128 blocks.
+        # CPU: up to past two 16-key blocks and one 32-query block (33); GPU: past several blocks of
+        # every backward step (most GPU cases take the small-grid 32 x 32 step: _GPU_BWD).
         "seq": Dim(cpu_max=33, gpu_max=700, boundaries=kernel.block_boundaries),
         "head_dim": Dim(cpu_max=32, gpu_max=128, choices=kernel.HEAD_DIMS),
     },

@@ -15,7 +15,7 @@ def _key_block(head_dim, causal, seq, batch_heads, sms=SMS):
     return fa._gpu_bwd_config(head_dim, causal, seq, batch_heads, sms).block_n1
 
 
-@pytest.mark.parametrize("head_dim", sorted(fa._GPU_BWD))
+@pytest.mark.parametrize("head_dim", fa.HEAD_DIMS)
 def test_each_head_dim_s_steps_are_valid_launches_from_largest_to_any_grid(head_dim):
     steps = fa._GPU_BWD[head_dim]
     for config, causal_share, share in steps:
@@ -48,6 +48,11 @@ def test_smaller_key_blocks_where_the_grid_would_leave_sms_idle():
     # head_dim 128: 64-key blocks need a program per two SMs
     assert _key_block(128, True, 4096, 2) == 64  # 128 programs
     assert _key_block(128, False, 4096, 1) == 32  # 64 programs
+    # a grid of exactly the share takes the step
+    assert _key_block(64, True, 128 * 33, 4) == 128  # 132 programs
+    assert _key_block(64, False, 64 * 33, 2) == 64  # 66 programs of 64 keys
+    assert _key_block(128, True, 64 * 33, 2) == 64  # 66 programs
+    assert _key_block(128, True, 64 * 32 + 1, 2) == 64 and _key_block(128, True, 64 * 32, 2) == 32
     # the thresholds scale with the SMs
     assert _key_block(64, True, 4096, 4, sms=264) == 32
 
