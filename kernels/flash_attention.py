@@ -188,6 +188,16 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
     raise AssertionError(f"{OP}: the last backward step of head_dim {head_dim} must take any grid")
 
 
+def _dp_first(head_dim: int, causal: bool, chunk: int) -> bool:
+    """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``). Measured on
+    an H200 (benchmarks/results/2026-11-28-h200-28, call 4, the backward alone at the benchmark
+    shapes): 6-9% faster at head_dim 64 not causal and 5.5-7.7% at head_dim 128 causal, level
+    (within 2%) at head_dim 128 not causal; 1.4-2.5% slower at head_dim 64 causal, and 28% slower
+    with a grouped-query program looping over 4 q heads (head_dim 128, causal), so those keep the
+    textbook order. Head_dim 16 and 32 follow 64, not measured on their own."""
+    return chunk == 1 and (head_dim >= 128 or not causal)
+
+
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
 # fewer programs than this many per SM (the interpreter: fewer than _INTERPRETER_MIN_BWD_PROGRAMS,
 # so that CPU-sized cases take both paths); then the group is split into chunks whose fp32 partial
@@ -380,21 +390,30 @@ def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sd
 @triton.jit
 def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
-                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr):
+                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, DP_FIRST: tl.constexpr):
     """Accumulate dK, dV of one key block over query blocks [lo, hi), in transposed form
-    (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
+    (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0.
+    DP_FIRST: issue dP's product beside QK^T's, before P's exponentials, and dK's before dV's
+    (the products and their sums are the same either way: the bits do not change)."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
                                                    sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
         qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        if DP_FIRST:
+            dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
         p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
         if CAUSAL_MASK:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-        dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
-        dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
-        ds_t = p_t * (dp_t - delta[None, :])
-        dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
+        if DP_FIRST:
+            ds_t = p_t * (dp_t - delta[None, :])
+            dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
+            dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
+        else:
+            dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
+            dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+            ds_t = p_t * (dp_t - delta[None, :])
+            dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
     return dk, dv
 
 
@@ -430,6 +449,7 @@ def _attn_bwd_kernel(
     H, GROUP, SEQ, scale, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, CAUSAL: tl.constexpr, CHUNK: tl.constexpr,
+    DP_FIRST: tl.constexpr,
 ):
     """Program ``(i, batch x chunk)``, a chunk being CHUNK consecutive q heads that read one k/v
     head (GROUP of them do; CHUNK divides GROUP): dK and dV of key block i summed over the chunk's
@@ -465,14 +485,14 @@ def _attn_bwd_kernel(
             # Queries before start_n never see these keys; those in the block's own span are masked.
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True)
+                                      start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True, DP_FIRST)
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False)
+                                      start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False, DP_FIRST)
         else:
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      0, SEQ, SEQ, qk_scale, BLOCK_M1, False)
+                                      0, SEQ, SEQ, qk_scale, BLOCK_M1, False, DP_FIRST)
     dkv_offs = (pid.to(tl.int64) * SEQ + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + dkv_offs, _rows.cast_for_store(dk * scale, DK), mask=key_ok)
     tl.store(DV + dkv_offs, _rows.cast_for_store(dv, DV), mask=key_ok)
@@ -564,7 +584,8 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
     args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
-                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, num_warps=config.num_warps,
+                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, DP_FIRST=_dp_first(head_dim, causal, chunk),
+                num_warps=config.num_warps,
                 num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 

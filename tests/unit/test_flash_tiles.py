@@ -5,8 +5,13 @@ is tested here on any machine; the GPU runs check each tile's gradients."""
 import pytest
 import torch
 
+from harness.case import Case
+from harness.dispatch import run_check
+from harness.registry import load_specs
+from harness.validate import interpreting
 from kernels import _rows
 from kernels import flash_attention as fa
+from kernels._runtime import kernel_device_type
 
 SMS = 132  # an H100 SXM or H200: the GPU the steps were measured on
 
@@ -74,3 +79,51 @@ def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_g
     boundaries = set(fa.block_boundaries())
     for config, _, _ in fa._GPU_BWD[64]:
         assert {config.block_m1, config.block_n1} <= boundaries
+
+
+def _case(batch_heads, seq, head_dim, causal, dtype):
+    def tensor(seed):
+        return {"dtype": dtype, "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": seed,
+                "shape": [1, batch_heads, seq, head_dim], "values": "normal"}
+    return Case.from_json({
+        "schema": 1, "spec": "flash_attention", "dtype": dtype, "grad_layout": "contiguous", "grad_seed": 3,
+        "dims": {"batch": 1, "kv_heads": batch_heads, "group": 1, "seq": seq, "head_dim": head_dim},
+        "scalars": {"causal": causal, "scale": None}, "tensors": {"q": tensor(0), "k": tensor(1), "v": tensor(2)}})
+
+
+# The GPU property cases are small, so most take the last (small-grid) step: here every step of
+# head_dim 64 and 128 gets a case sized to take it on this GPU, its gradients judged by the
+# harness's own backward check against the reference. Sequences end inside a block of each tile.
+@pytest.mark.skipif(interpreting(), reason="the GPU's tiles: the interpreter has one backward tile, "
+                                           "which every CPU kernel check takes")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(head_dim, causal):
+    device = torch.device(kernel_device_type())
+    spec = load_specs()["flash_attention"]
+    kernel = spec.implementations["triton"].load()
+    sizes = sorted(((bh, seq) for bh in (1, 2, 4, 8, 16, 32) for seq in (300, 700, 1100, 2100)),
+                   key=lambda size: size[0] * size[1])
+    for step, (config, _, _) in enumerate(fa._GPU_BWD[head_dim]):
+        size = next(((bh, seq) for bh, seq in sizes if fa._bwd_config((1, bh, seq, head_dim), causal, device) == config),
+                    None)
+        assert size is not None, f"no test size takes step {step} ({config}) on this GPU"
+        for dtype in ("float16", "bfloat16"):
+            result = run_check(spec, kernel, "backward", _case(*size, head_dim, causal, dtype), device)
+            assert result.passed, f"step {step} {config}, batch x heads, seq = {size}, {dtype}:\n{result.details()}"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_dkdv_loop_s_two_orders_give_the_same_bits(monkeypatch, causal):
+    # _dp_first only reorders the products (module docstring of _bwd_dkdv_blocks): every sum is
+    # the same, so the gradients must be bitwise equal whichever order a shape takes.
+    device = torch.device(kernel_device_type())
+    gen = torch.Generator().manual_seed(5)
+    q, k, v, dout = (torch.randn(1, 2, 77, 32, generator=gen).to(torch.float16).to(device) for _ in range(4))
+    out, _, m, l, out_lo = fa._forward(q, k, v, causal, 0.2, save_stats=True)
+    grads = {}
+    for first in (False, True):
+        monkeypatch.setattr(fa, "_dp_first", lambda *args, first=first: first)
+        grads[first] = fa._backward(q, k, v, out, out_lo, m, l, dout, None, causal, 0.2)
+    for name, a, b in zip(("dq", "dk", "dv"), grads[False], grads[True]):
+        assert torch.equal(a, b), name
