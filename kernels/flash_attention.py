@@ -154,14 +154,25 @@ _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdCon
 # The thresholds sit just above measured grids (128 and 64 programs); grids between the measured
 # points (133-255 at head_dim 64, 65-127 at 128) were not timed. The tiles, and so the gradients'
 # bits, depend on the GPU's SM count: repeated calls on one GPU stay bitwise identical.
-_GPU_BWD_SMALL_GRID = BwdConfig(32, 32, 32, 32, 4, 3)
+class BwdStep(NamedTuple):
+    """A backward tile taken where its grid has at least ``causal`` (causal attention) or
+    ``not_causal`` programs per SM."""
+
+    config: BwdConfig
+    causal: float
+    not_causal: float
+
+
+_GPU_BWD_SMALL_GRID = BwdStep(BwdConfig(32, 32, 32, 32, 4, 3), 0.0, 0.0)
 _GPU_BWD_D64 = (
-    (BwdConfig(32, 128, 128, 32, 4, 3), 1.0, 1.0),
-    (BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
-    (_GPU_BWD_SMALL_GRID, 0.0, 0.0),
+    BwdStep(BwdConfig(32, 128, 128, 32, 4, 3), 1.0, 1.0),
+    BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
+    _GPU_BWD_SMALL_GRID,
 )
 _GPU_BWD = {16: _GPU_BWD_D64, 32: _GPU_BWD_D64, 64: _GPU_BWD_D64,
-            128: ((BwdConfig(64, 64, 64, 64, 4, 2), 0.5, 0.5), (_GPU_BWD_SMALL_GRID, 0.0, 0.0))}
+            128: (BwdStep(BwdConfig(64, 64, 64, 64, 4, 2), 0.5, 0.5), _GPU_BWD_SMALL_GRID)}
+if any(steps[-1].causal or steps[-1].not_causal for steps in _GPU_BWD.values()):
+    raise AssertionError(f"{OP}: each head_dim's last backward step must take any grid (shares 0)")
 _INTERPRETER_FWD = FwdConfig(32, 16, 4, 1)
 _INTERPRETER_BWD = BwdConfig(16, 32, 32, 16, 4, 1)
 
@@ -182,10 +193,12 @@ def _bwd_config(q_shape, causal: bool, device: torch.device) -> BwdConfig:
 def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms: int) -> BwdConfig:
     """The first of head_dim's steps whose grid (key blocks x batch x q heads, the grid of a
     grouped-query backward split into single heads) has its share of programs per SM."""
-    for config, causal_share, share in _GPU_BWD[head_dim]:
-        if triton.cdiv(seq, config.block_n1) * batch_heads >= (causal_share if causal else share) * sms:
-            return config
-    raise AssertionError(f"{OP}: the last backward step of head_dim {head_dim} must take any grid")
+    steps = _GPU_BWD[head_dim]
+    for step in steps[:-1]:
+        share = step.causal if causal else step.not_causal
+        if triton.cdiv(seq, step.config.block_n1) * batch_heads >= share * sms:
+            return step.config
+    return steps[-1].config  # any grid (checked where _GPU_BWD is defined)
 
 
 def _dp_first(head_dim: int, causal: bool, chunk: int) -> bool:
@@ -223,7 +236,7 @@ def block_boundaries() -> tuple[int, ...]:
     if _rows._SMALL_TILES:
         fwd, bwds = _INTERPRETER_FWD, (_INTERPRETER_BWD,)
     else:
-        fwd, bwds = _GPU_FWD[64], tuple(step[0] for step in _GPU_BWD[64])
+        fwd, bwds = _GPU_FWD[64], tuple(step.config for step in _GPU_BWD[64])
     return tuple(sorted({fwd.block_m, fwd.block_n} | {b for bwd in bwds for b in (bwd.block_m1, bwd.block_n1)}))
 
 

@@ -27,11 +27,11 @@ def test_each_head_dim_s_steps_are_valid_launches_from_largest_to_any_grid(head_
         assert config.block_n1 == config.block_m2, config  # program i: key block i and query block i
         assert config.block_n1 % config.block_m1 == 0 and config.block_m2 % config.block_n2 == 0, config
         assert causal_share >= 0 and share >= 0
-    assert [c.block_n1 for c, _, _ in steps] == sorted({c.block_n1 for c, _, _ in steps}, reverse=True)
-    assert steps[-1][1:] == (0.0, 0.0), "the last step must take any grid"
+    assert [s.config.block_n1 for s in steps] == sorted({s.config.block_n1 for s in steps}, reverse=True)
+    assert (steps[-1].causal, steps[-1].not_causal) == (0.0, 0.0), "the last step must take any grid"
     for causal in (False, True):  # a one-program grid and a huge one both get a step
-        assert fa._gpu_bwd_config(head_dim, causal, 1, 1, SMS) == steps[-1][0]
-        assert fa._gpu_bwd_config(head_dim, causal, 1 << 20, 64, SMS) == steps[0][0]
+        assert fa._gpu_bwd_config(head_dim, causal, 1, 1, SMS) == steps[-1].config
+        assert fa._gpu_bwd_config(head_dim, causal, 1 << 20, 64, SMS) == steps[0].config
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -311,7 +311,7 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
     assert _native.enabled(), "the native extension did not build on this CUDA machine"
     group = heads // kv_heads
     if seq is None:  # 2 x kv_heads x key blocks >= 2 programs per SM, with the full grid's key blocks
-        seq = module._GPU_BWD[head_dim][0][0].block_n1 * -(-sm_count(0) // kv_heads)
+        seq = module._GPU_BWD[head_dim][0].config.block_n1 * -(-sm_count(0) // kv_heads)
     block_n1 = module._bwd_config((2, heads, seq, head_dim), causal, torch.device("cuda")).block_n1
     chunked = group > 1 and module._bwd_chunk(group, -(-seq // block_n1) * 2 * kv_heads, torch.device("cuda")) != group
     runs = []
