@@ -47,7 +47,8 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     dK and dV for key block i by looping over the query blocks that see it (recomputing
     ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
     per row; the log-sum-exp alone would reintroduce the eps * |score| error), ``dV += P^T dO``,
-    ``dS = P * (dP - D)``, ``dK += dS^T Q``), and it accumulates dQ for query block i by
+    ``dS = P * (dP - D)``, ``dK += dS^T Q``; where ``_dp_first`` says, dP's product is issued
+    beside QK^T's and dK's before dV's, the same sums in another order), and it accumulates dQ for query block i by
     looping over the key blocks it sees (``dQ += dS K``). Each output element is written by exactly
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole

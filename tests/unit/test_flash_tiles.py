@@ -77,8 +77,8 @@ def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_g
         assert fa._bwd_config((1, 1, 4096, 64), True, torch.device("cpu")) == fa._INTERPRETER_BWD
     monkeypatch.setattr(_rows, "_SMALL_TILES", False)
     boundaries = set(fa.block_boundaries())
-    for config, _, _ in fa._GPU_BWD[64]:
-        assert {config.block_m1, config.block_n1} <= boundaries
+    for step in fa._GPU_BWD[64]:
+        assert {step.config.block_m1, step.config.block_n1} <= boundaries
 
 
 def _case(batch_heads, seq, head_dim, causal, dtype):
@@ -94,8 +94,9 @@ def _case(batch_heads, seq, head_dim, causal, dtype):
 # The GPU property cases are small, so most take the last (small-grid) step: here every step of
 # head_dim 64 and 128 gets a case sized to take it on this GPU, its gradients judged by the
 # harness's own backward check against the reference. Sequences end inside a block of each tile.
-@pytest.mark.skipif(interpreting(), reason="the GPU's tiles: the interpreter has one backward tile, "
-                                           "which every CPU kernel check takes")
+@pytest.mark.skipif(_rows._SMALL_TILES, reason="the GPU's tiles: small tiles (the interpreter, or "
+                                                 "HARNESS_SMALL_TILES=1) have one backward tile, which "
+                                                 "every kernel check takes")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(head_dim, causal):
@@ -104,7 +105,7 @@ def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(h
     kernel = spec.implementations["triton"].load()
     sizes = sorted(((bh, seq) for bh in (1, 2, 4, 8, 16, 32) for seq in (300, 700, 1100, 2100)),
                    key=lambda size: size[0] * size[1])
-    for step, (config, _, _) in enumerate(fa._GPU_BWD[head_dim]):
+    for step, config in enumerate(step.config for step in fa._GPU_BWD[head_dim]):
         size = next(((bh, seq) for bh, seq in sizes if fa._bwd_config((1, bh, seq, head_dim), causal, device) == config),
                     None)
         assert size is not None, f"no test size takes step {step} ({config}) on this GPU"
@@ -113,13 +114,22 @@ def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(h
             assert result.passed, f"step {step} {config}, batch x heads, seq = {size}, {dtype}:\n{result.details()}"
 
 
+# (q heads, k/v heads, seq, head_dim): one q head a program, and a grouped-query program looping
+# over its chunk of q heads; on a GPU sized to take the large tiles, where _dp_first matters.
+_ORDER_SIZES = (((2, 2, 77, 32), (4, 2, 77, 32)) if interpreting()
+                else ((16, 16, 1100, 64), (16, 16, 1100, 128), (8, 2, 1100, 128)))
+
+
+@pytest.mark.parametrize("size", _ORDER_SIZES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_dkdv_loop_s_two_orders_give_the_same_bits(monkeypatch, causal):
-    # _dp_first only reorders the products (module docstring of _bwd_dkdv_blocks): every sum is
-    # the same, so the gradients must be bitwise equal whichever order a shape takes.
+def test_the_dkdv_loop_s_two_orders_give_the_same_bits(monkeypatch, causal, size):
+    # _dp_first only reorders the products (the docstring of _bwd_dkdv_blocks): every sum is the
+    # same, so the gradients must be bitwise equal whichever order a shape takes.
+    heads, kv_heads, seq, head_dim = size
     device = torch.device(kernel_device_type())
     gen = torch.Generator().manual_seed(5)
-    q, k, v, dout = (torch.randn(1, 2, 77, 32, generator=gen).to(torch.float16).to(device) for _ in range(4))
+    q, dout = (torch.randn(1, heads, seq, head_dim, generator=gen).to(torch.float16).to(device) for _ in range(2))
+    k, v = (torch.randn(1, kv_heads, seq, head_dim, generator=gen).to(torch.float16).to(device) for _ in range(2))
     out, _, m, l, out_lo = fa._forward(q, k, v, causal, 0.2, save_stats=True)
     grads = {}
     for first in (False, True):
