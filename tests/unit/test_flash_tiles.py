@@ -5,7 +5,7 @@ is tested here on any machine; the GPU runs check each tile's gradients."""
 import pytest
 import torch
 
-from harness.case import Case
+from harness.case import Case, TensorRecipe, canonical_layout
 from harness.dispatch import run_check
 from harness.registry import load_specs
 from harness.validate import interpreting
@@ -82,13 +82,12 @@ def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_g
 
 
 def _case(batch_heads, seq, head_dim, causal, dtype):
-    def tensor(seed):
-        return {"dtype": dtype, "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": seed,
-                "shape": [1, batch_heads, seq, head_dim], "values": "normal"}
-    return Case.from_json({
-        "schema": 1, "spec": "flash_attention", "dtype": dtype, "grad_layout": "contiguous", "grad_seed": 3,
-        "dims": {"batch": 1, "kv_heads": batch_heads, "group": 1, "seq": seq, "head_dim": head_dim},
-        "scalars": {"causal": causal, "scale": None}, "tensors": {"q": tensor(0), "k": tensor(1), "v": tensor(2)}})
+    shape = (1, batch_heads, seq, head_dim)
+    layout = canonical_layout("contiguous", len(shape), shape)
+    return Case(spec="flash_attention", dtype=dtype,
+                dims={"batch": 1, "kv_heads": batch_heads, "group": 1, "seq": seq, "head_dim": head_dim},
+                tensors={name: TensorRecipe(shape, dtype, layout, "normal", seed) for seed, name in enumerate("qkv")},
+                scalars={"causal": causal, "scale": None}, grad_seed=3)
 
 
 # The GPU property cases are small, so most take the last (small-grid) step: here every step of
