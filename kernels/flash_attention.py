@@ -123,6 +123,15 @@ class BwdConfig(NamedTuple):
     num_stages: int
 
 
+class BwdStep(NamedTuple):
+    """A backward tile taken where its grid has at least ``causal`` (causal attention) or
+    ``not_causal`` programs per SM."""
+
+    config: BwdConfig
+    causal: float
+    not_causal: float
+
+
 # GPU choices by head_dim. Forward: blocks of 64 queries x 64 keys, 4 warps, 3 stages at every
 # head_dim (the fp32 accumulator, 64 x 128 at head_dim 128, is 64 registers per thread), chosen on
 # an H200 over every benchmark shape (benchmarks/results/2026-11-28-h200-26, call 6, device time
@@ -135,41 +144,28 @@ class BwdConfig(NamedTuple):
 # device times agree within 1-4% (2026-11-28-h200-25); the choice was not timed on an H100.
 _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdConfig(64, 64, 4, 3),
             128: FwdConfig(64, 64, 4, 3)}
-# Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop, so
-# block_n1 drops to 64 at head_dim 128 (128 would need 256 registers per thread with 4 warps);
-# there (64, 64, 64, 64, 4, 2) takes the backward 10-21% less time than (32, 64, 64, 32, 4, 3) at
-# seq 4096 on an H100 (2026-11-28-h100-20). At head_dim 64, 3 stages are faster than 4 (level
-# non-causal, 6% causal); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
-# Those large tiles need a grid that fills the GPU: one program per key block and q head. Where
-# they leave too few programs, smaller key blocks win by more than they lose per block, so each
-# head_dim has steps, largest first, each taken where its grid has at least the given share of
-# programs per SM (causal, not causal), the last taken on any grid. Measured on an H200 (132 SMs,
-# 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads 1-64, seq 1k-32k): at head_dim
-# 64, 64-key blocks are 1.24-1.35x faster where the 128-key grid has 128 programs (1.39-1.49x
-# not causal at 64 programs), 32-key blocks 1.84-2.95x where the 64-key grid has fewer programs
-# than SMs (causal) or than half of them (not causal); at head_dim 128,
-# 32-key blocks 1.15-1.52x where the 64-key grid has 64 programs or fewer, and slower (0.72-0.98)
-# at 128. With a full grid the large tiles stay best (every benchmark shape but the one-row launch
-# shape, which now takes 32 x 32), except head_dim 64,
-# causal, seq 16k with two heads (64-key blocks 1.08x there, on 256 programs; not worth a step).
-# The thresholds sit just above measured grids (128 and 64 programs); grids between the measured
-# points (133-255 at head_dim 64, 65-127 at 128) were not timed. The tiles, and so the gradients'
-# bits, depend on the GPU's SM count: repeated calls on one GPU stay bitwise identical.
-class BwdStep(NamedTuple):
-    """A backward tile taken where its grid has at least ``causal`` (causal attention) or
-    ``not_causal`` programs per SM."""
-
-    config: BwdConfig
-    causal: float
-    not_causal: float
-
-
+# Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop,
+# which runs with queries as rows (``_bwd_dkdv_blocks``) on 64 x 64 blocks at every head_dim. On an
+# H200 (2026-11-28-h200-28, call 6, the dK/dV phase alone, 1 x 16 x 4096) that loop was 1.09x
+# (head_dim 64, not causal), 1.54x (64, causal), 1.31x and 1.33x (128) faster than the
+# keys-as-rows loop on the tiles it then had (32 x 128 at head_dim 64, 64 x 64 at 128), and faster
+# than 32 x 128, 64 x 128 (8 warps) and 32 x 64 in its own orientation. The dQ phase, tied to the
+# same blocks (block_m2 == block_n1), was itself 11-25% faster on 64 x 64 than on 128 x 32 at
+# head_dim 64 (call 2). head_dim 128 takes 2 stages (10-21% faster than 32 x 64 at 3 on an H100,
+# 2026-11-28-h100-20); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
+# Those tiles need a grid that fills the GPU: one program per key block and q head. Where they
+# leave too few programs, smaller blocks win by more than they lose per block, so each head_dim has
+# steps, largest first, each taken where its grid has at least the given share of programs per SM
+# (causal, not causal), the last taken on any grid. Measured with the keys-as-rows loop on an H200
+# (132 SMs, 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads 1-64, seq 1k-32k):
+# 32 x 32 blocks were 1.84-2.95x faster at head_dim 64 where the 64-key grid has fewer programs
+# than SMs (causal) or than half of them (not causal), and 1.15-1.52x at head_dim 128 where it has
+# 64 programs or fewer (0.72-0.98 at 128). The thresholds sit just above measured grids; grids
+# between the measured points (65-127 programs at head_dim 128) were not timed. The tiles, and so
+# the gradients' bits, depend on the GPU's SM count: repeated calls on one GPU stay bitwise
+# identical.
 _GPU_BWD_SMALL_GRID = BwdStep(BwdConfig(32, 32, 32, 32, 4, 3), 0.0, 0.0)
-_GPU_BWD_D64 = (
-    BwdStep(BwdConfig(32, 128, 128, 32, 4, 3), 1.0, 1.0),
-    BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
-    _GPU_BWD_SMALL_GRID,
-)
+_GPU_BWD_D64 = (BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5), _GPU_BWD_SMALL_GRID)
 _GPU_BWD = {16: _GPU_BWD_D64, 32: _GPU_BWD_D64, 64: _GPU_BWD_D64,
             128: (BwdStep(BwdConfig(64, 64, 64, 64, 4, 2), 0.5, 0.5), _GPU_BWD_SMALL_GRID)}
 if any(steps[-1].causal or steps[-1].not_causal for steps in _GPU_BWD.values()):
@@ -203,13 +199,12 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
 
 
 def _dp_first(head_dim: int, causal: bool, chunk: int) -> bool:
-    """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``). Measured on
-    an H200 (benchmarks/results/2026-11-28-h200-28, call 4, the backward alone at the benchmark
-    shapes): 6-9% faster at head_dim 64 not causal and 5.5-7.7% at head_dim 128 causal, level
-    (within 2%) at head_dim 128 not causal; 1.4-2.5% slower at head_dim 64 causal, and 28% slower
-    with a grouped-query program looping over 4 q heads (head_dim 128, causal), so those keep the
-    textbook order. Head_dim 16 and 32 follow 64, not measured on their own."""
-    return chunk == 1 and (head_dim >= 128 or not causal)
+    """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``): in a
+    program of one q head, yes. The queries-as-rows loop was measured only in that order (on an
+    H200, benchmarks/results/2026-11-28-h200-28, call 6). In the keys-as-rows loop before it, that
+    order was 28% slower in a grouped-query program looping over 4 q heads (call 4), so a program
+    of several q heads keeps the textbook order, untimed in this loop."""
+    return chunk == 1
 
 
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
@@ -405,29 +400,32 @@ def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sd
 def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
                      BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, DP_FIRST: tl.constexpr):
-    """Accumulate dK, dV of one key block over query blocks [lo, hi), in transposed form
-    (rows = keys). Query rows >= seq load as zeros with maximum +inf, so their P is exactly 0.
-    DP_FIRST: issue dP's product beside QK^T's, before P's exponentials, and dK's before dV's
-    (the products and their sums are the same either way: the bits do not change)."""
+    """Accumulate dK, dV of one key block over query blocks [lo, hi). Queries are the rows of the
+    scores (``q k^T``, k the products' second operand), and dK, dV take the transposed ``dS^T q``
+    and ``P^T dO``: on Hopper that was 1.09-1.54x faster than the keys-as-rows loop (``k q^T``)
+    of Triton's tutorial (tile comment above). Query rows >= seq load as zeros with maximum +inf,
+    so their P is exactly 0. DP_FIRST: issue dP's product beside QK^T's, before P's
+    exponentials, and dK's before dV's (the products and their sums are the same either way: the
+    bits do not change)."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
                                                    sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
-        qk_t = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        qk = dot(q, tl.trans(k), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
         if DP_FIRST:
-            dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
-        p_t = _exp2_shifted(qk_t, m[None, :], qk_scale, log2_l[None, :])
+            dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
+        p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
         if CAUSAL_MASK:
-            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
         if DP_FIRST:
-            ds_t = p_t * (dp_t - delta[None, :])
-            dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
-            dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
+            ds = p * (dp - delta[:, None])
+            dk = dot(tl.trans(_rows.cast_for_store(ds, q_base)), q, dk)
+            dv = dot(tl.trans(_rows.cast_for_store(p, q_base)), do, dv)
         else:
-            dv = dot(_rows.cast_for_store(p_t, q_base), do, dv)
-            dp_t = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
-            ds_t = p_t * (dp_t - delta[None, :])
-            dk = dot(_rows.cast_for_store(ds_t, q_base), q, dk)
+            dv = dot(tl.trans(_rows.cast_for_store(p, q_base)), do, dv)
+            dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
+            ds = p * (dp - delta[:, None])
+            dk = dot(tl.trans(_rows.cast_for_store(ds, q_base)), q, dk)
     return dk, dv
 
 

@@ -38,28 +38,26 @@ def test_each_head_dim_s_steps_are_valid_launches_from_largest_to_any_grid(head_
 def test_a_full_grid_keeps_the_large_tiles_at_every_benchmark_shape(causal):
     # (seq, batch x q heads) of specs/flash_attention.py's benchmark shapes
     for seq, batch_heads in ((1024, 64), (4096, 16), (16384, 2), (4096, 32)):
-        assert _key_block(64, causal, seq, batch_heads) == 128
+        assert _key_block(64, causal, seq, batch_heads) == 64
         assert _key_block(128, causal, seq, batch_heads) == 64
 
 
 def test_smaller_key_blocks_where_the_grid_would_leave_sms_idle():
-    # head_dim 64: 128-key blocks need a program per SM; below that, 64-key blocks where they
-    # have one per SM (causal) or one per two SMs (not causal); else 32-key blocks
-    assert _key_block(64, True, 4096, 4) == 64  # 128 programs of 128 keys, 256 of 64
-    assert _key_block(64, False, 4096, 4) == 64
-    assert _key_block(64, True, 4096, 2) == 32  # 64 of 128, 128 of 64 (fewer than 132)
-    assert _key_block(64, False, 4096, 2) == 64  # 128 of 64 >= 66
-    assert _key_block(64, False, 4096, 1) == 32  # 64 of 64 < 66
-    # head_dim 128: 64-key blocks need a program per two SMs
+    # head_dim 64: 64-key blocks where they have a program per SM (causal) or per two SMs (not
+    # causal); head_dim 128: per two SMs either way; else 32-key blocks
+    assert _key_block(64, True, 4096, 4) == 64  # 256 programs of 64 keys
+    assert _key_block(64, True, 4096, 2) == 32  # 128 (fewer than 132)
+    assert _key_block(64, False, 4096, 2) == 64  # 128 >= 66
+    assert _key_block(64, False, 4096, 1) == 32  # 64 < 66
     assert _key_block(128, True, 4096, 2) == 64  # 128 programs
     assert _key_block(128, False, 4096, 1) == 32  # 64 programs
-    # a grid of exactly the share takes the step
-    assert _key_block(64, True, 128 * 33, 4) == 128  # 132 programs
+    # a grid of exactly the share takes the step, one program fewer does not
+    assert _key_block(64, True, 64 * 33, 4) == 64 and _key_block(64, True, 64 * 33, 4, sms=133) == 32
     assert _key_block(64, False, 64 * 33, 2) == 64  # 66 programs of 64 keys
     assert _key_block(128, True, 64 * 33, 2) == 64  # 66 programs
     assert _key_block(128, True, 64 * 32 + 1, 2) == 64 and _key_block(128, True, 64 * 32, 2) == 32
     # the thresholds scale with the SMs
-    assert _key_block(64, True, 4096, 4, sms=264) == 32
+    assert _key_block(64, True, 4096, 4, sms=256) == 64 and _key_block(64, True, 4096, 4, sms=257) == 32
 
 
 def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
@@ -69,7 +67,7 @@ def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
     assert fa._bwd_config((1, 4, 4096, 64), True, device).block_n1 == 64
     assert fa._bwd_config((2, 2, 4096, 64), True, device).block_n1 == 64
     assert fa._bwd_config((1, 2, 4096, 64), True, device).block_n1 == 32
-    assert fa._bwd_config((4, 16, 1024, 64), True, device).block_n1 == 128
+    assert fa._bwd_config((2, 1, 4096, 64), True, device).block_n1 == 32
 
 
 def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_gpu_block(monkeypatch):
