@@ -47,8 +47,9 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     dK and dV for key block i by looping over the query blocks that see it (recomputing
     ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
     per row; the log-sum-exp alone would reintroduce the eps * |score| error), ``dV += P^T dO``,
-    ``dS = P * (dP - D)``, ``dK += dS^T Q``; where ``_dp_first`` says, dP's product is issued
-    beside QK^T's and dK's before dV's, the same sums in another order), and it accumulates dQ for query block i by
+    ``dS = P * (dP - D)``, ``dK += dS^T Q``; the scores with queries or keys as rows
+    (``_query_rows``), and where ``_dp_first`` says, dP's product issued beside QK^T's and dK's
+    before dV's: the same sums either way), and it accumulates dQ for query block i by
     looping over the key blocks it sees (``dQ += dS K``). Each output element is written by exactly
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
@@ -145,27 +146,34 @@ class BwdStep(NamedTuple):
 _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdConfig(64, 64, 4, 3),
             128: FwdConfig(64, 64, 4, 3)}
 # Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop,
-# which runs with queries as rows (``_bwd_dkdv_blocks``) on 64 x 64 blocks at every head_dim. On an
-# H200 (2026-11-28-h200-28, call 6, the dK/dV phase alone, 1 x 16 x 4096) that loop was 1.09x
-# (head_dim 64, not causal), 1.54x (64, causal), 1.31x and 1.33x (128) faster than the
-# keys-as-rows loop on the tiles it then had (32 x 128 at head_dim 64, 64 x 64 at 128), and faster
-# than 32 x 128, 64 x 128 (8 warps) and 32 x 64 in its own orientation. The dQ phase, tied to the
-# same blocks (block_m2 == block_n1), was itself 11-25% faster on 64 x 64 than on 128 x 32 at
-# head_dim 64 (call 2). head_dim 128 takes 2 stages (10-21% faster than 32 x 64 at 3 on an H100,
-# 2026-11-28-h100-20); head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
-# Those tiles need a grid that fills the GPU: one program per key block and q head. Where they
-# leave too few programs, smaller blocks win by more than they lose per block, so each head_dim has
-# steps, largest first, each taken where its grid has at least the given share of programs per SM
-# (causal, not causal), the last taken on any grid. Measured with the keys-as-rows loop on an H200
-# (132 SMs, 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads 1-64, seq 1k-32k):
-# 32 x 32 blocks were 1.84-2.95x faster at head_dim 64 where the 64-key grid has fewer programs
-# than SMs (causal) or than half of them (not causal), and 1.15-1.52x at head_dim 128 where it has
-# 64 programs or fewer (0.72-0.98 at 128). The thresholds sit just above measured grids; grids
-# between the measured points (65-127 programs at head_dim 128) were not timed. The tiles, and so
-# the gradients' bits, depend on the GPU's SM count: repeated calls on one GPU stay bitwise
-# identical.
+# so block_n1 is 64 at head_dim 128 (128 would need 256 registers per thread with 4 warps). The
+# loop runs with queries as rows in causal attention and with keys as rows otherwise
+# (``_query_rows``), and the tiles follow. Measured on an H200, the whole backward, device time at
+# every benchmark shape (2026-11-29-h200-29, call 1): causal, queries as rows on 64 x 64 blocks
+# were 1.21-1.44x faster than keys as rows on the tiles they had (32 x 128 at head_dim 64,
+# 64 x 64 at 128); not causal, 0.89-0.94x, so that keeps keys as rows: 32 x 128 at head_dim 64
+# (3 stages faster than 4: level not causal), 64 x 64 at 128 with 2 stages (10-21% faster than
+# 32 x 64 with 3 on an H100, 2026-11-28-h100-20). head_dim 16 and 32 take head_dim 64's tiles,
+# not measured on their own.
+# The large tiles need a grid that fills the GPU: one program per key block and q head. Where
+# they leave too few programs, smaller key blocks win by more than they lose per block, so each
+# head_dim has steps, largest first, each taken where its grid has at least the given share of
+# programs per SM (causal, not causal; inf: never), the last taken on any grid. Measured with keys
+# as rows on an H200 (132 SMs, 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads
+# 1-64, seq 1k-32k): at head_dim 64, 64-key blocks were 1.24-1.35x faster than 128-key blocks
+# where those have 128 programs (1.39-1.49x not causal at 64); 32-key blocks 1.84-2.95x faster than 64-key blocks where
+# those have fewer programs than SMs (causal) or than half of them (not causal); at head_dim 128,
+# 32-key blocks 1.15-1.52x faster where the 64-key grid has 64 programs or fewer (0.72-0.98 at
+# 128). The thresholds sit just above measured grids; grids between the measured points (65-127
+# programs at head_dim 128) were not timed, nor were the small grids with queries as rows. The
+# tiles, and so the gradients' bits, depend on the GPU's SM count: repeated calls on one GPU stay
+# bitwise identical.
 _GPU_BWD_SMALL_GRID = BwdStep(BwdConfig(32, 32, 32, 32, 4, 3), 0.0, 0.0)
-_GPU_BWD_D64 = (BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5), _GPU_BWD_SMALL_GRID)
+_GPU_BWD_D64 = (
+    BwdStep(BwdConfig(32, 128, 128, 32, 4, 3), math.inf, 1.0),
+    BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
+    _GPU_BWD_SMALL_GRID,
+)
 _GPU_BWD = {16: _GPU_BWD_D64, 32: _GPU_BWD_D64, 64: _GPU_BWD_D64,
             128: (BwdStep(BwdConfig(64, 64, 64, 64, 4, 2), 0.5, 0.5), _GPU_BWD_SMALL_GRID)}
 if any(steps[-1].causal or steps[-1].not_causal for steps in _GPU_BWD.values()):
@@ -198,12 +206,21 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
     return steps[-1].config  # any grid (checked where _GPU_BWD is defined)
 
 
-def _dp_first(head_dim: int, causal: bool, chunk: int) -> bool:
+def _query_rows(causal: bool) -> bool:
+    """Whether the dK/dV loop takes queries as rows (``_bwd_dkdv_blocks``): in causal attention.
+    On an H200 (2026-11-29-h200-29, call 1, the whole backward at the benchmark shapes), queries
+    as rows were 1.21-1.44x faster causal and 0.89-0.94x not causal, on the same tiles at
+    head_dim 128 and on each orientation's best at 64."""
+    return causal
+
+
+def _dp_first(chunk: int) -> bool:
     """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``): in a
-    program of one q head, yes. The queries-as-rows loop was measured only in that order (on an
-    H200, benchmarks/results/2026-11-28-h200-28, call 6). In the keys-as-rows loop before it, that
-    order was 28% slower in a grouped-query program looping over 4 q heads (call 4), so a program
-    of several q heads keeps the textbook order, untimed in this loop."""
+    program of one q head. On an H200 with keys as rows (2026-11-28-h200-28, call 4, the backward
+    alone) that order was 6-9% faster at head_dim 64 not causal and level at 128; with queries as
+    rows (the causal loop) it is the only order measured with one q head. A program looping over a
+    chunk of q heads keeps the textbook order: the other was 28% slower (keys as rows, call 4)
+    and 23% slower (queries as rows, 2026-11-29-h200-29, call 1), at head_dim 128, causal."""
     return chunk == 1
 
 
@@ -399,33 +416,50 @@ def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sd
 @triton.jit
 def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
-                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, DP_FIRST: tl.constexpr):
-    """Accumulate dK, dV of one key block over query blocks [lo, hi). Queries are the rows of the
-    scores (``q k^T``, k the products' second operand), and dK, dV take the transposed ``dS^T q``
-    and ``P^T dO``: on Hopper that was 1.09-1.54x faster than the keys-as-rows loop (``k q^T``)
-    of Triton's tutorial (tile comment above). Query rows >= seq load as zeros with maximum +inf,
-    so their P is exactly 0. DP_FIRST: issue dP's product beside QK^T's, before P's
-    exponentials, and dK's before dV's (the products and their sums are the same either way: the
-    bits do not change)."""
+                     BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, QUERY_ROWS: tl.constexpr,
+                     DP_FIRST: tl.constexpr):
+    """Accumulate dK, dV of one key block over query blocks [lo, hi). Query rows >= seq load as
+    zeros with maximum +inf, so their P is exactly 0.
+
+    QUERY_ROWS: the scores are ``q k^T`` (queries as rows) and dK, dV take the transposed
+    ``dS^T q`` and ``P^T dO``; else ``k q^T`` (keys as rows, as in Triton's tutorial), whose P and
+    dS are dK's and dV's left operands as they are. DP_FIRST: dP's product is issued beside
+    QK^T's, before P's exponentials, and dK's before dV's. Neither option changes a product or
+    the order of a sum, so neither changes a bit; they change the speed (``_query_rows``,
+    ``_dp_first``)."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
                                                    sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
-        qk = dot(q, tl.trans(k), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
-        if DP_FIRST:
-            dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
-        p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
-        if CAUSAL_MASK:
-            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
-        if DP_FIRST:
-            ds = p * (dp - delta[:, None])
-            dk = dot(tl.trans(_rows.cast_for_store(ds, q_base)), q, dk)
-            dv = dot(tl.trans(_rows.cast_for_store(p, q_base)), do, dv)
+        if QUERY_ROWS:
+            qk = dot(q, tl.trans(k), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
+            if DP_FIRST:
+                dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
+            p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
+            if CAUSAL_MASK:
+                p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+            p_left = tl.trans(_rows.cast_for_store(p, q_base))  # P^T, dV's left operand
         else:
-            dv = dot(tl.trans(_rows.cast_for_store(p, q_base)), do, dv)
-            dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
-            ds = p * (dp - delta[:, None])
-            dk = dot(tl.trans(_rows.cast_for_store(ds, q_base)), q, dk)
+            qk = dot(k, tl.trans(q), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+            if DP_FIRST:
+                dp = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+            p = _exp2_shifted(qk, m[None, :], qk_scale, log2_l[None, :])
+            if CAUSAL_MASK:
+                p = tl.where(offs_m[None, :] >= offs_n[:, None], p, 0.0)
+            p_left = _rows.cast_for_store(p, q_base)
+        if not DP_FIRST:
+            dv = dot(p_left, do, dv)
+            if QUERY_ROWS:
+                dp = dot(do, tl.trans(v), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
+            else:
+                dp = dot(v, tl.trans(do), tl.zeros([k.shape[0], BLOCK_M], tl.float32))
+        if QUERY_ROWS:
+            ds_left = tl.trans(_rows.cast_for_store(p * (dp - delta[:, None]), q_base))
+        else:
+            ds_left = _rows.cast_for_store(p * (dp - delta[None, :]), q_base)
+        dk = dot(ds_left, q, dk)
+        if DP_FIRST:
+            dv = dot(p_left, do, dv)
     return dk, dv
 
 
@@ -461,7 +495,7 @@ def _attn_bwd_kernel(
     H, GROUP, SEQ, scale, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, CAUSAL: tl.constexpr, CHUNK: tl.constexpr,
-    DP_FIRST: tl.constexpr,
+    QUERY_ROWS: tl.constexpr, DP_FIRST: tl.constexpr,
 ):
     """Program ``(i, batch x chunk)``, a chunk being CHUNK consecutive q heads that read one k/v
     head (GROUP of them do; CHUNK divides GROUP): dK and dV of key block i summed over the chunk's
@@ -497,14 +531,17 @@ def _attn_bwd_kernel(
             # Queries before start_n never see these keys; those in the block's own span are masked.
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True, DP_FIRST)
+                                      start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True, QUERY_ROWS,
+                                      DP_FIRST)
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False, DP_FIRST)
+                                      start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False, QUERY_ROWS,
+                                      DP_FIRST)
         else:
             dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
-                                      0, SEQ, SEQ, qk_scale, BLOCK_M1, False, DP_FIRST)
+                                      0, SEQ, SEQ, qk_scale, BLOCK_M1, False, QUERY_ROWS,
+                                      DP_FIRST)
     dkv_offs = (pid.to(tl.int64) * SEQ + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + dkv_offs, _rows.cast_for_store(dk * scale, DK), mask=key_ok)
     tl.store(DV + dkv_offs, _rows.cast_for_store(dv, DV), mask=key_ok)
@@ -596,9 +633,8 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
     args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
-                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, DP_FIRST=_dp_first(head_dim, causal, chunk),
-                num_warps=config.num_warps,
-                num_stages=config.num_stages)
+                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, QUERY_ROWS=_query_rows(causal),
+                DP_FIRST=_dp_first(chunk), num_warps=config.num_warps, num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 

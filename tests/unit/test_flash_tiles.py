@@ -2,6 +2,8 @@
 would leave SMs idle (``kernels/flash_attention._GPU_BWD``). The choice is host arithmetic, so it
 is tested here on any machine; the GPU runs check each tile's gradients."""
 
+import math
+
 import pytest
 import torch
 
@@ -29,35 +31,42 @@ def test_each_head_dim_s_steps_are_valid_launches_from_largest_to_any_grid(head_
         assert causal_share >= 0 and share >= 0
     assert [s.config.block_n1 for s in steps] == sorted({s.config.block_n1 for s in steps}, reverse=True)
     assert (steps[-1].causal, steps[-1].not_causal) == (0.0, 0.0), "the last step must take any grid"
-    for causal in (False, True):  # a one-program grid and a huge one both get a step
+    for causal in (False, True):  # a one-program grid gets the last step, a huge one the first it may take
         assert fa._gpu_bwd_config(head_dim, causal, 1, 1, SMS) == steps[-1].config
-        assert fa._gpu_bwd_config(head_dim, causal, 1 << 20, 64, SMS) == steps[0].config
+        first = next(s for s in steps if math.isfinite(s.causal if causal else s.not_causal))
+        assert fa._gpu_bwd_config(head_dim, causal, 1 << 20, 64, SMS) == first.config
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_full_grid_keeps_the_large_tiles_at_every_benchmark_shape(causal):
     # (seq, batch x q heads) of specs/flash_attention.py's benchmark shapes
     for seq, batch_heads in ((1024, 64), (4096, 16), (16384, 2), (4096, 32)):
-        assert _key_block(64, causal, seq, batch_heads) == 64
+        assert _key_block(64, causal, seq, batch_heads) == (64 if causal else 128)
         assert _key_block(128, causal, seq, batch_heads) == 64
 
 
 def test_smaller_key_blocks_where_the_grid_would_leave_sms_idle():
-    # head_dim 64: 64-key blocks where they have a program per SM (causal) or per two SMs (not
-    # causal); head_dim 128: per two SMs either way; else 32-key blocks
+    # head_dim 64: 128-key blocks (not causal only) where they have a program per SM, 64-key blocks
+    # where they have one per SM (causal) or per two SMs (not causal); head_dim 128: 64-key blocks
+    # per two SMs either way; else 32-key blocks
+    assert _key_block(64, True, 4096, 64) == 64  # 4096 programs of 64 keys: causal never takes 128
     assert _key_block(64, True, 4096, 4) == 64  # 256 programs of 64 keys
     assert _key_block(64, True, 4096, 2) == 32  # 128 (fewer than 132)
-    assert _key_block(64, False, 4096, 2) == 64  # 128 >= 66
+    assert _key_block(64, False, 4096, 5) == 128  # 160 programs of 128 keys
+    assert _key_block(64, False, 4096, 4) == 64  # 128 of 128 keys (fewer than 132), 256 of 64
+    assert _key_block(64, False, 4096, 2) == 64  # 128 of 64 keys >= 66
     assert _key_block(64, False, 4096, 1) == 32  # 64 < 66
     assert _key_block(128, True, 4096, 2) == 64  # 128 programs
     assert _key_block(128, False, 4096, 1) == 32  # 64 programs
     # a grid of exactly the share takes the step, one program fewer does not
     assert _key_block(64, True, 64 * 33, 4) == 64 and _key_block(64, True, 64 * 33, 4, sms=133) == 32
+    assert _key_block(64, False, 128 * 33, 4) == 128  # 132 programs of 128 keys
     assert _key_block(64, False, 64 * 33, 2) == 64  # 66 programs of 64 keys
     assert _key_block(128, True, 64 * 33, 2) == 64  # 66 programs
     assert _key_block(128, True, 64 * 32 + 1, 2) == 64 and _key_block(128, True, 64 * 32, 2) == 32
     # the thresholds scale with the SMs
     assert _key_block(64, True, 4096, 4, sms=256) == 64 and _key_block(64, True, 4096, 4, sms=257) == 32
+    assert _key_block(64, False, 4096, 5, sms=160) == 128 and _key_block(64, False, 4096, 5, sms=161) == 64
 
 
 def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
@@ -68,6 +77,8 @@ def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
     assert fa._bwd_config((2, 2, 4096, 64), True, device).block_n1 == 64
     assert fa._bwd_config((1, 2, 4096, 64), True, device).block_n1 == 32
     assert fa._bwd_config((2, 1, 4096, 64), True, device).block_n1 == 32
+    assert fa._bwd_config((4, 16, 1024, 64), False, device).block_n1 == 128
+    assert fa._bwd_config((1, 4, 4096, 64), False, device).block_n1 == 64
 
 
 def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_gpu_block(monkeypatch):
@@ -102,7 +113,8 @@ def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(h
     kernel = spec.implementations["triton"].load()
     sizes = sorted(((bh, seq) for bh in (1, 2, 4, 8, 16, 32) for seq in (300, 700, 1100, 2100)),
                    key=lambda size: size[0] * size[1])
-    for step, config in enumerate(step.config for step in fa._GPU_BWD[head_dim]):
+    steps = [step.config for step in fa._GPU_BWD[head_dim] if math.isfinite(step.causal if causal else step.not_causal)]
+    for step, config in enumerate(steps):
         size = next(((bh, seq) for bh, seq in sizes if fa._bwd_config((1, bh, seq, head_dim), causal, device) == config),
                     None)
         assert size is not None, f"no test size takes step {step} ({config}) on this GPU"
@@ -112,16 +124,18 @@ def test_every_backward_step_passes_the_backward_check_on_a_grid_that_takes_it(h
 
 
 # (q heads, k/v heads, seq, head_dim): one q head a program, and a grouped-query program looping
-# over a chunk of 2 q heads (CHUNK > 1); on a GPU sized to take the large tiles, where _dp_first matters.
+# over a chunk of 2 q heads (CHUNK > 1); on a GPU sized to take the large tiles (at head_dim 64
+# not causal, 32 x 128: the loop's blocks are not square).
 _ORDER_SIZES = (((2, 2, 77, 32), (4, 2, 77, 32)) if interpreting()
                 else ((16, 16, 1100, 64), (16, 16, 1100, 128), (32, 16, 1100, 128)))
 
 
 @pytest.mark.parametrize("size", _ORDER_SIZES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_dkdv_loop_s_two_orders_give_the_same_bits(monkeypatch, causal, size):
-    # _dp_first only reorders the products (the docstring of _bwd_dkdv_blocks): every sum is the
-    # same, so the gradients must be bitwise equal whichever order a shape takes.
+def test_the_dkdv_loop_s_orientations_and_orders_give_the_same_bits(monkeypatch, causal, size):
+    # _query_rows transposes the loop's products and _dp_first reorders them (the docstring of
+    # _bwd_dkdv_blocks): every sum is the same, so the gradients must be bitwise equal whichever
+    # of the four loops a shape takes.
     heads, kv_heads, seq, head_dim = size
     device = torch.device(kernel_device_type())
     gen = torch.Generator().manual_seed(5)
@@ -129,8 +143,12 @@ def test_the_dkdv_loop_s_two_orders_give_the_same_bits(monkeypatch, causal, size
     k, v = (torch.randn(1, kv_heads, seq, head_dim, generator=gen).to(torch.float16).to(device) for _ in range(2))
     out, _, m, l, out_lo = fa._forward(q, k, v, causal, 0.2, save_stats=True)
     grads = {}
-    for first in (False, True):
-        monkeypatch.setattr(fa, "_dp_first", lambda *args, first=first: first)
-        grads[first] = fa._backward(q, k, v, out, out_lo, m, l, dout, None, causal, 0.2)
-    for name, a, b in zip(("dq", "dk", "dv"), grads[False], grads[True]):
-        assert torch.equal(a, b), name
+    for query_rows in (False, True):
+        for first in (False, True):
+            monkeypatch.setattr(fa, "_query_rows", lambda *args, value=query_rows: value)
+            monkeypatch.setattr(fa, "_dp_first", lambda *args, value=first: value)
+            grads[query_rows, first] = fa._backward(q, k, v, out, out_lo, m, l, dout, None, causal, 0.2)
+    expected = grads[fa._query_rows(causal), True]
+    for loop, got in grads.items():
+        for name, a, b in zip(("dq", "dk", "dv"), got, expected):
+            assert torch.equal(a, b), f"{name}, (query_rows, dp_first) = {loop}"
