@@ -206,22 +206,28 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
     return steps[-1].config  # any grid (checked where _GPU_BWD is defined)
 
 
-def _query_rows(causal: bool) -> bool:
-    """Whether the dK/dV loop takes queries as rows (``_bwd_dkdv_blocks``): in causal attention.
-    On an H200 (2026-11-29-h200-29, call 1, the whole backward at the benchmark shapes), queries
-    as rows were 1.21-1.44x faster causal and 0.89-0.94x not causal, on the same tiles at
-    head_dim 128 and on each orientation's best at 64."""
-    return causal
+def _query_rows(causal: bool, chunk: int, block_n1: int) -> bool:
+    """Whether the dK/dV loop takes queries as rows (``_bwd_dkdv_blocks``): on 64-key blocks in
+    causal attention or in a program looping over a chunk of q heads. Measured on an H200 against
+    keys as rows on the same tiles, the whole backward (2026-11-29-h200-29, calls 2-3): causal on
+    64-key blocks, 1.23-1.45x faster at every benchmark shape (grouped-query included); a chunk of
+    4 q heads not causal, 1.24x (head_dim 128); one q head not causal, 0.87-0.93x at head_dim 128
+    and on 32 x 128 blocks at 64 (1.16x on 64-key blocks at head_dim 64, at one shape: not taken);
+    32-key blocks (small grids), 0.95-1.0x."""
+    return (causal or chunk > 1) and block_n1 == 64
 
 
-def _dp_first(chunk: int) -> bool:
+def _dp_first(head_dim: int, causal: bool, chunk: int, query_rows: bool) -> bool:
     """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``): in a
-    program of one q head. On an H200 with keys as rows (2026-11-28-h200-28, call 4, the backward
-    alone) that order was 6-9% faster at head_dim 64 not causal and level at 128; with queries as
-    rows (the causal loop) it is the only order measured with one q head. A program looping over a
-    chunk of q heads keeps the textbook order: the other was 28% slower (keys as rows, call 4)
-    and 23% slower (queries as rows, 2026-11-29-h200-29, call 1), at head_dim 128, causal."""
-    return chunk == 1
+    program of one q head, except with keys as rows at head_dim below 128 in causal attention.
+    With keys as rows on an H200 (2026-11-28-h200-28, call 4, the backward alone) that order was
+    6-9% faster at head_dim 64 not causal, level at 128 not causal, 5.5-7.7% faster at 128 causal
+    and 1.4-2.5% slower at 64 causal (11% slower on 32-key blocks, 2026-11-29-h200-29, call 2);
+    with queries as rows it is the order measured in a program of one q head. A program looping
+    over a chunk of q heads keeps the textbook order: the other was 28% slower with keys as rows
+    (call 4) and 23% slower with queries as rows (2026-11-29-h200-29, call 1), head_dim 128,
+    causal. Head_dim 16 and 32 follow 64."""
+    return chunk == 1 and (query_rows or head_dim >= 128 or not causal)
 
 
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
@@ -630,11 +636,13 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
                 chunk: int):
     """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program."""
     batch, heads, seq, head_dim = q.shape
+    query_rows = _query_rows(causal, chunk, config.block_n1)
     args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
-                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, QUERY_ROWS=_query_rows(causal),
-                DP_FIRST=_dp_first(chunk), num_warps=config.num_warps, num_stages=config.num_stages)
+                BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, QUERY_ROWS=query_rows,
+                DP_FIRST=_dp_first(head_dim, causal, chunk, query_rows), num_warps=config.num_warps,
+                num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 
