@@ -47,9 +47,9 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     dK and dV for key block i by looping over the query blocks that see it (recomputing
     ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
     per row; the log-sum-exp alone would reintroduce the eps * |score| error), ``dV += P^T dO``,
-    ``dS = P * (dP - D)``, ``dK += dS^T Q``; the scores with queries or keys as rows
-    (``_query_rows``), and where ``_dp_first`` says, dP's product issued beside QK^T's and dK's
-    before dV's: the same sums either way), and it accumulates dQ for query block i by
+    ``dS = P * (dP - D)``, ``dK += dS^T Q``; with queries or keys as rows of the scores, and dP's
+    product issued beside QK^T's or after dV's, as ``_dkdv_loop`` chooses: the same sums either
+    way), and it accumulates dQ for query block i by
     looping over the key blocks it sees (``dQ += dS K``). Each output element is written by exactly
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
@@ -147,27 +147,26 @@ _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdCon
             128: FwdConfig(64, 64, 4, 3)}
 # Backward: the dK/dV accumulators are two block_n1 x head_dim fp32 tiles held across the loop,
 # so block_n1 is 64 at head_dim 128 (128 would need 256 registers per thread with 4 warps). The
-# loop runs with queries as rows in causal attention and with keys as rows otherwise
-# (``_query_rows``), and the tiles follow. Measured on an H200, the whole backward, device time at
-# every benchmark shape (2026-11-29-h200-29, call 1): causal, queries as rows on 64 x 64 blocks
-# were 1.21-1.44x faster than keys as rows on the tiles they had (32 x 128 at head_dim 64,
-# 64 x 64 at 128); not causal, 0.89-0.94x, so that keeps keys as rows: 32 x 128 at head_dim 64
-# (3 stages faster than 4: level not causal), 64 x 64 at 128 with 2 stages (10-21% faster than
-# 32 x 64 with 3 on an H100, 2026-11-28-h100-20). head_dim 16 and 32 take head_dim 64's tiles,
-# not measured on their own.
+# tiles and the loop's form (queries or keys as rows, ``_dkdv_loop``) were chosen together on an
+# H200, the whole backward's device time at every benchmark shape (2026-11-29-h200-29, calls
+# 1-2): causal, 64 x 64 blocks with queries as rows are 1.23-1.54x faster than the best before
+# (keys as rows on 32 x 128 at head_dim 64, 64 x 64 at 128); not causal at head_dim 64, 32 x 128
+# with keys as rows stays (64 x 64 with queries as rows: 0.92-0.94x its speed; 3 stages level
+# with 4). head_dim 128 takes 2 stages (10-21% faster than 32 x 64 with 3 on an H100,
+# 2026-11-28-h100-20). head_dim 16 and 32 take head_dim 64's tiles, not measured on their own.
 # The large tiles need a grid that fills the GPU: one program per key block and q head. Where
 # they leave too few programs, smaller key blocks win by more than they lose per block, so each
 # head_dim has steps, largest first, each taken where its grid has at least the given share of
 # programs per SM (causal, not causal; inf: never), the last taken on any grid. Measured with keys
 # as rows on an H200 (132 SMs, 2026-11-28-h200-27, calls 1-3, the backward alone, batch x heads
 # 1-64, seq 1k-32k): at head_dim 64, 64-key blocks were 1.24-1.35x faster than 128-key blocks
-# where those have 128 programs (1.39-1.49x not causal at 64); 32-key blocks 1.84-2.95x faster than 64-key blocks where
-# those have fewer programs than SMs (causal) or than half of them (not causal); at head_dim 128,
-# 32-key blocks 1.15-1.52x faster where the 64-key grid has 64 programs or fewer (0.72-0.98 at
-# 128). The thresholds sit just above measured grids; grids between the measured points (65-127
-# programs at head_dim 128) were not timed, nor were the small grids with queries as rows. The
-# tiles, and so the gradients' bits, depend on the GPU's SM count: repeated calls on one GPU stay
-# bitwise identical.
+# where those have 128 programs (1.39-1.49x not causal at 64); 32-key blocks 1.84-2.95x faster
+# than 64-key blocks where those have fewer programs than SMs (causal) or than half of them (not
+# causal); at head_dim 128, 32-key blocks 1.15-1.52x faster where the 64-key grid has 64 programs
+# or fewer (0.72-0.98 at 128). The thresholds sit just above measured grids; grids between the
+# measured points (65-127 programs at head_dim 128) were not timed, and the thresholds were not
+# measured again once 64-key blocks took queries as rows. The tiles, and so the gradients' bits,
+# depend on the GPU's SM count: repeated calls on one GPU stay bitwise identical.
 _GPU_BWD_SMALL_GRID = BwdStep(BwdConfig(32, 32, 32, 32, 4, 3), 0.0, 0.0)
 _GPU_BWD_D64 = (
     BwdStep(BwdConfig(32, 128, 128, 32, 4, 3), math.inf, 1.0),
@@ -206,28 +205,24 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
     return steps[-1].config  # any grid (checked where _GPU_BWD is defined)
 
 
-def _query_rows(causal: bool, chunk: int, block_n1: int) -> bool:
-    """Whether the dK/dV loop takes queries as rows (``_bwd_dkdv_blocks``): on 64-key blocks in
-    causal attention or in a program looping over a chunk of q heads. Measured on an H200 against
-    keys as rows on the same tiles, the whole backward (2026-11-29-h200-29, calls 2-3): causal on
-    64-key blocks, 1.23-1.45x faster at every benchmark shape (grouped-query included); a chunk of
-    4 q heads not causal, 1.24x (head_dim 128); one q head not causal, 0.87-0.93x at head_dim 128
-    and on 32 x 128 blocks at 64 (1.16x on 64-key blocks at head_dim 64, at one shape: not taken);
-    32-key blocks (small grids), 0.95-1.0x."""
-    return (causal or chunk > 1) and block_n1 == 64
+def _dkdv_loop(head_dim: int, causal: bool, chunk: int, block_n1: int) -> tuple[bool, bool]:
+    """(QUERY_ROWS, DP_FIRST) of the dK/dV loop (``_bwd_dkdv_blocks``) for a program of ``chunk``
+    q heads on ``block_n1``-key blocks. Neither changes a bit; the speeds differ by up to 1.45x
+    and no one form wins everywhere, so the form is chosen by measurement: the whole backward's
+    device time on an H200 with each form forced (2026-11-29-h200-29, calls 2-4):
 
+    - 64-key blocks take queries as rows (1.23-1.45x faster causal, 1.06-1.24x with a chunk of q
+      heads or at head_dim 64) except one q head not causal at head_dim 128 (0.87-0.93x);
+    - 128-key blocks (head_dim 64, not causal) take keys as rows (queries as rows 0.77-0.83x);
+    - 32-key blocks (small grids) take keys as rows (queries as rows 0.87-1.0x);
+    - dP is issued first except on 32-key blocks causal (11% slower there) and in a causal chunk
+      of q heads at head_dim 128 (23% slower); elsewhere it was 2-9% faster or level (with keys
+      as rows and one q head: 2026-11-28-h200-28, call 4).
 
-def _dp_first(head_dim: int, causal: bool, chunk: int, query_rows: bool) -> bool:
-    """Whether the dK/dV loop issues dP's product beside QK^T's (``_bwd_dkdv_blocks``): in a
-    program of one q head, except with keys as rows at head_dim below 128 in causal attention.
-    With keys as rows on an H200 (2026-11-28-h200-28, call 4, the backward alone) that order was
-    6-9% faster at head_dim 64 not causal, level at 128 not causal, 5.5-7.7% faster at 128 causal
-    and 1.4-2.5% slower at 64 causal (11% slower on 32-key blocks, 2026-11-29-h200-29, call 2);
-    with queries as rows it is the order measured in a program of one q head. A program looping
-    over a chunk of q heads keeps the textbook order: the other was 28% slower with keys as rows
-    (call 4) and 23% slower with queries as rows (2026-11-29-h200-29, call 1), head_dim 128,
-    causal. Head_dim 16 and 32 follow 64."""
-    return chunk == 1 and (query_rows or head_dim >= 128 or not causal)
+    Head_dim 16 and 32 follow 64, not measured on their own."""
+    query_rows = block_n1 == 64 and (causal or chunk > 1 or head_dim < 128)
+    dp_first = not (block_n1 == 32 and causal) and not (query_rows and causal and chunk > 1 and head_dim >= 128)
+    return query_rows, dp_first
 
 
 # Grouped-query backward: a program sums dK/dV over the q heads of a whole group unless that leaves
@@ -431,8 +426,7 @@ def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
     ``dS^T q`` and ``P^T dO``; else ``k q^T`` (keys as rows, as in Triton's tutorial), whose P and
     dS are dK's and dV's left operands as they are. DP_FIRST: dP's product is issued beside
     QK^T's, before P's exponentials, and dK's before dV's. Neither option changes a product or
-    the order of a sum, so neither changes a bit; they change the speed (``_query_rows``,
-    ``_dp_first``)."""
+    the order of a sum, so neither changes a bit; they change the speed (``_dkdv_loop``)."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
@@ -636,13 +630,12 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
                 chunk: int):
     """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program."""
     batch, heads, seq, head_dim = q.shape
-    query_rows = _query_rows(causal, chunk, config.block_n1)
+    query_rows, dp_first = _dkdv_loop(head_dim, causal, chunk, config.block_n1)
     args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
                 BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, QUERY_ROWS=query_rows,
-                DP_FIRST=_dp_first(head_dim, causal, chunk, query_rows), num_warps=config.num_warps,
-                num_stages=config.num_stages)
+                DP_FIRST=dp_first, num_warps=config.num_warps, num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 

@@ -133,9 +133,9 @@ _ORDER_SIZES = (((2, 2, 77, 32), (4, 2, 77, 32)) if interpreting()
 @pytest.mark.parametrize("size", _ORDER_SIZES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_dkdv_loop_s_orientations_and_orders_give_the_same_bits(monkeypatch, causal, size):
-    # _query_rows transposes the loop's products and _dp_first reorders them (the docstring of
+    # QUERY_ROWS transposes the loop's products and DP_FIRST reorders them (the docstring of
     # _bwd_dkdv_blocks): every sum is the same, so the gradients must be bitwise equal whichever
-    # of the four loops a shape takes.
+    # of the four loops _dkdv_loop gives a shape.
     heads, kv_heads, seq, head_dim = size
     device = torch.device(kernel_device_type())
     gen = torch.Generator().manual_seed(5)
@@ -143,12 +143,10 @@ def test_the_dkdv_loop_s_orientations_and_orders_give_the_same_bits(monkeypatch,
     k, v = (torch.randn(1, kv_heads, seq, head_dim, generator=gen).to(torch.float16).to(device) for _ in range(2))
     out, _, m, l, out_lo = fa._forward(q, k, v, causal, 0.2, save_stats=True)
     grads = {}
-    for query_rows in (False, True):
-        for first in (False, True):
-            monkeypatch.setattr(fa, "_query_rows", lambda *args, value=query_rows: value)
-            monkeypatch.setattr(fa, "_dp_first", lambda *args, value=first: value)
-            grads[query_rows, first] = fa._backward(q, k, v, out, out_lo, m, l, dout, None, causal, 0.2)
-    expected = grads[fa._query_rows(causal), True]
+    for loop in ((False, False), (False, True), (True, False), (True, True)):
+        monkeypatch.setattr(fa, "_dkdv_loop", lambda *args, loop=loop: loop)
+        grads[loop] = fa._backward(q, k, v, out, out_lo, m, l, dout, None, causal, 0.2)
+    expected = grads[False, False]
     for loop, got in grads.items():
         for name, a, b in zip(("dq", "dk", "dv"), got, expected):
             assert torch.equal(a, b), f"{name}, (query_rows, dp_first) = {loop}"
