@@ -163,14 +163,16 @@ _GPU_FWD = {16: FwdConfig(64, 64, 4, 3), 32: FwdConfig(64, 64, 4, 3), 64: FwdCon
 # where those have 128 programs (1.39-1.49x not causal at 64); 32-key blocks 1.84-2.95x faster
 # than 64-key blocks where those have fewer programs than SMs (causal) or than half of them (not
 # causal); at head_dim 128, 32-key blocks 1.15-1.52x faster where the 64-key grid has 64 programs
-# or fewer (0.72-0.98 at 128). The thresholds sit just above measured grids; grids between the
-# measured points (65-127 programs at head_dim 128) were not timed, and the thresholds were not
-# measured again once 64-key blocks took queries as rows. The tiles, and so the gradients' bits,
+# or fewer (0.72-0.98 at 128). Those thresholds sit just above measured grids; grids between the
+# measured points (65-127 programs at head_dim 128) were not timed. With queries as rows
+# (2026-11-29-h200-29, call 4), causal 64-key blocks on 128 programs were 1.26x faster than 32-key
+# blocks at head_dim 64, where the causal share drops to 0.95, and level at head_dim 128 on 64
+# programs; smaller grids were not timed again. The tiles, and so the gradients' bits,
 # depend on the GPU's SM count: repeated calls on one GPU stay bitwise identical.
 _GPU_BWD_SMALL_GRID = BwdStep(BwdConfig(32, 32, 32, 32, 4, 3), 0.0, 0.0)
 _GPU_BWD_D64 = (
     BwdStep(BwdConfig(32, 128, 128, 32, 4, 3), math.inf, 1.0),
-    BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 1.0, 0.5),
+    BwdStep(BwdConfig(64, 64, 64, 64, 4, 3), 0.95, 0.5),
     _GPU_BWD_SMALL_GRID,
 )
 _GPU_BWD = {16: _GPU_BWD_D64, 32: _GPU_BWD_D64, 64: _GPU_BWD_D64,
@@ -207,17 +209,19 @@ def _gpu_bwd_config(head_dim: int, causal: bool, seq: int, batch_heads: int, sms
 
 def _dkdv_loop(head_dim: int, causal: bool, chunk: int, block_n1: int) -> tuple[bool, bool]:
     """(QUERY_ROWS, DP_FIRST) of the dK/dV loop (``_bwd_dkdv_blocks``) for a program of ``chunk``
-    q heads on ``block_n1``-key blocks. Neither changes a bit; the speeds differ by up to 1.45x
-    and no one form wins everywhere, so the form is chosen by measurement: the whole backward's
-    device time on an H200 with each form forced (2026-11-29-h200-29, calls 2-4):
+    q heads on ``block_n1``-key blocks. Neither changes a bit; the speeds differ by up to 1.7x and
+    no one form wins everywhere, so the form is chosen by measurement: the whole backward's device
+    time on an H200 with each of the four forms forced, at 21 shapes (2026-11-29-h200-29, calls
+    2-4; the best form of each orientation compared):
 
-    - 64-key blocks take queries as rows (1.23-1.45x faster causal, 1.06-1.24x with a chunk of q
-      heads or at head_dim 64) except one q head not causal at head_dim 128 (0.87-0.93x);
-    - 128-key blocks (head_dim 64, not causal) take keys as rows (queries as rows 0.77-0.83x);
-    - 32-key blocks (small grids) take keys as rows (queries as rows 0.87-1.0x);
-    - dP is issued first except on 32-key blocks causal (11% slower there) and in a causal chunk
-      of q heads at head_dim 128 (23% slower); elsewhere it was 2-9% faster or level (with keys
-      as rows and one q head: 2026-11-28-h200-28, call 4).
+    - 64-key blocks take queries as rows: 1.23-1.45x faster causal, 1.25-1.70x in a chunk of q
+      heads, 1.14-1.16x at head_dim 64 not causal; except one q head not causal at head_dim 128
+      (0.81-0.93x there);
+    - 128-key blocks (head_dim 64, not causal) take keys as rows (queries as rows: 0.76-0.83x);
+    - 32-key blocks (small grids) take keys as rows (queries as rows: 0.82-0.95x);
+    - dP is issued first except on 32-key blocks causal (10-13% slower; level at seq 128) and with
+      queries as rows in a causal chunk of q heads at head_dim 128 (6-23% slower); elsewhere it
+      was level or 4-10% faster.
 
     Head_dim 16 and 32 follow 64, not measured on their own."""
     query_rows = block_n1 == 64 and (causal or chunk > 1 or head_dim < 128)
