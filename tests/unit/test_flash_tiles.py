@@ -82,6 +82,22 @@ def test_the_grid_counts_batches_and_q_heads_alike(monkeypatch):
     assert fa._bwd_config((1, 4, 4096, 64), False, device).block_n1 == 64
 
 
+# (head_dim, causal, q heads a program, block_n1) -> the form measured fastest (or within 0.2% of
+# it) on an H200, as (queries as rows, dP first): benchmarks/results/2026-11-29-h200-29, the table
+# "Which form where"
+_MEASURED_FASTEST_LOOPS = {
+    (64, True, 1, 64): (True, True), (64, True, 4, 64): (True, True), (128, True, 4, 64): (True, False),
+    (128, False, 4, 64): (True, True), (64, False, 1, 64): (True, True), (128, False, 1, 64): (False, True),
+    (64, False, 2, 128): (False, True), (64, False, 1, 128): (False, True), (64, True, 1, 32): (False, False),
+    (128, True, 1, 32): (False, False), (64, False, 1, 32): (False, True), (128, False, 1, 32): (False, True),
+}
+
+
+@pytest.mark.parametrize("key", _MEASURED_FASTEST_LOOPS, ids=str)
+def test_the_dkdv_loop_takes_the_form_measured_fastest(key):
+    assert fa._dkdv_loop(*key) == _MEASURED_FASTEST_LOOPS[key]
+
+
 def test_the_interpreter_takes_its_own_small_tiles_and_test_shapes_cross_every_gpu_block(monkeypatch):
     if _rows._SMALL_TILES:
         assert fa._bwd_config((1, 1, 4096, 64), True, torch.device("cpu")) == fa._INTERPRETER_BWD
