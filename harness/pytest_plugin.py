@@ -35,6 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--dtypes", default="", help="comma-separated dtypes (default: each spec's own)")
     group.addoption("--harness-seed", type=int, default=None,
                     help="draw cases from this seed instead of the ci profile's fixed ones (also HARNESS_SEED)")
+    group.addoption("--launch-coverage", action="store_true",
+                    help="with --cov under the interpreter: measure only inside kernel launches, each distinct "
+                         "launch once (what `harness branches` reads, at a fraction of --cov's cost; "
+                         "harness/launch_coverage.py)")
 
 
 def _csv(value: str) -> list[str]:
@@ -102,6 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernel(name): a generated verification test of one kernel spec")
     config.addinivalue_line("markers", "perf: a performance test (GPU only, exclusive per GPU)")
     config._harness_active = _active(config)  # type: ignore[attr-defined]
+    if config.getoption("--launch-coverage") and not getattr(config.option, "cov_source", None):
+        raise pytest.UsageError("--launch-coverage measures with pytest-cov's coverage: add --cov")
     if not config._harness_active:  # type: ignore[attr-defined]
         return
     from harness import profiles
@@ -204,9 +210,36 @@ def pytest_runtest_call(item: pytest.Item):
         return result
 
 
+def _start_launch_coverage(config: pytest.Config) -> None:
+    """--launch-coverage: from the first test on, coverage runs only in new interpreted launches."""
+    if getattr(config, "_harness_launch_coverage", None) is not None:
+        return
+    from harness.validate import interpreting
+
+    if not interpreting():
+        config._harness_launch_coverage = False  # type: ignore[attr-defined]
+        return  # compiled kernels run no Python lines to measure
+    import coverage
+
+    from harness import launch_coverage
+
+    # pytest-cov's coverage, and under it, paused, any that coverage's own .pth started in this
+    # process (pytest-cov asks for it in subprocesses, xdist's workers included): stopping the first
+    # would resume the second, so every one is stopped, and the first resumes in launches
+    running = []
+    while (cov := coverage.Coverage.current()) is not None and cov not in running:
+        cov.stop()
+        running.append(cov)
+    if not running:  # pytest_configure checked for --cov; a plugin stopped it since
+        pytest.fail("--launch-coverage: no coverage is running in this process", pytrace=False)
+    config._harness_launch_coverage = launch_coverage.install(running[0])  # type: ignore[attr-defined]
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if not item.config._harness_active:  # type: ignore[attr-defined]
         return
+    if item.config.getoption("--launch-coverage"):
+        _start_launch_coverage(item.config)
     from harness.device import describe
 
     refusal = item.config._harness_watch.refusal()  # type: ignore[attr-defined]

@@ -1,0 +1,87 @@
+"""Branch coverage of the kernels at a fraction of its cost: each distinct launch measured once.
+
+``harness branches`` reads which ``if`` of each Triton function a CPU run took (``harness/branches.py``).
+Under Triton's interpreter a kernel runs as Python, and coverage.py's tracer (a C callback on every
+line of every frame, on Python 3.11) makes every interpreted launch 3-4x slower: the kernel tests
+took 938 s of worker time with ``--cov`` against 257 s without, most of a CI run. The report needs
+none of that tracing outside the kernels, nor in a launch that repeats one already measured: the
+same kernel with the same arguments (tensors' shapes, strides and dtypes, the values of integer
+and boolean tensors, which is where data can steer a kernel's control flow, every scalar and
+constexpr) on the same grid runs the same lines. A determinism check, a shrink step or a
+benchmark's repetitions repeat launches; about half the interpreted time is such repeats.
+
+``pytest --cov --launch-coverage`` (the harness's pytest option; CI's run) therefore pauses
+coverage, and resumes it only inside an interpreted launch whose signature is new. Lines outside
+launches are not measured: the option is for the branch report, not for a line report of the
+host code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import torch
+
+
+class _Tracer(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def _argument_key(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        key = (tuple(value.shape), tuple(value.stride()), str(value.dtype))
+        if not (value.dtype.is_floating_point or value.dtype.is_complex):
+            content = value.detach().cpu().contiguous().numpy().tobytes()
+            key += (hashlib.blake2b(content, digest_size=16).hexdigest(),)
+        return key
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return tuple(_argument_key(v) for v in value)
+    return repr(value)
+
+
+def launch_key(fn: Callable, grid: Any, args: tuple, kwargs: dict) -> tuple:
+    """What decides the lines a launch of ``fn`` runs (module docstring)."""
+    return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)),
+            tuple(_argument_key(a) for a in args), tuple(sorted((k, _argument_key(v)) for k, v in kwargs.items())),
+            "callable" if callable(grid) else _argument_key(grid))
+
+
+class OncePerLaunch:
+    """Runs launches, tracing (``tracer.start()``/``stop()``) only the first of each key. The
+    tracer is paused from construction on."""
+
+    def __init__(self, tracer: _Tracer):
+        self.tracer = tracer
+        self.seen: set[tuple] = set()
+        tracer.stop()
+
+    def run(self, launch: Callable[[], Any], key: tuple) -> Any:
+        if key in self.seen:
+            return launch()
+        self.seen.add(key)
+        self.tracer.start()
+        try:
+            return launch()
+        finally:
+            self.tracer.stop()
+
+
+def install(tracer: _Tracer) -> OncePerLaunch:
+    """Wrap the interpreter's launches (``GridExecutor.__call__``, Triton 3.6-3.8) so that
+    ``tracer`` runs only in the first launch of each key."""
+    from triton.runtime import interpreter
+
+    once = OncePerLaunch(tracer)
+    launch = interpreter.GridExecutor.__call__
+
+    def measured_once(self, *args, **kwargs):
+        return once.run(lambda: launch(self, *args, **kwargs), launch_key(self.fn, self.grid, args, kwargs))
+
+    interpreter.GridExecutor.__call__ = measured_once
+    return once
