@@ -3,8 +3,9 @@
 Under Triton's interpreter a kernel runs as Python, so coverage.py sees its lines, and its branches:
 ``if SPLIT:`` on a constexpr is a plain Python ``if`` there. A CPU run measured with branch
 coverage (``pytest --cov``: the project's coverage settings name the kernel folder and turn
-branches on) therefore says which paths of each Triton function the CPU suite ran: rows of several
-column blocks, split reductions, partial tiles, and the rest.
+branches on; ``--launch-coverage`` measures each distinct launch once,
+``harness/launch_coverage.py``) therefore says which paths of each Triton function the CPU suite
+ran: rows of several column blocks, split reductions, partial tiles, and the rest.
 
 :func:`unreached` lists every ``if``/``elif`` of a ``@triton.jit`` function (``@jit`` or
 ``@jit(...)`` of any module) that the run never reached, or never entered one of its ways, with
@@ -91,9 +92,29 @@ def _json_report(data_file: Path, files: list[Path]) -> dict:
         return json.loads(out.read_text())
 
 
+def _triton_totals(rel: str, source: str, functions: list[tuple[str, int, int]], entry: dict | None) -> FileCoverage:
+    """A module's totals over its Triton functions' lines alone: what the branch report is about,
+    and all that a run with ``--launch-coverage`` measures (host code runs outside launches)."""
+    inside = {n for _, first, last in functions for n in range(first, last + 1)}
+    if entry is None:  # never imported by the run
+        lines = source.splitlines()
+        statements = [n for n in inside if lines[n - 1].strip() and not lines[n - 1].strip().startswith("#")]
+        return FileCoverage(rel, len(statements), len(statements), 0, 0)
+    executed = [n for n in entry["executed_lines"] if n in inside]
+    missed = [n for n in entry["missing_lines"] if n in inside]
+    arcs_done = [a for a in entry.get("executed_branches", []) if a[0] in inside and a[1] > 0]
+    arcs_missed = [a for a in entry.get("missing_branches", []) if a[0] in inside and a[1] > 0]
+    partial = {a[0] for a in arcs_missed} & set(executed)
+    return FileCoverage(rel, len(executed) + len(missed), len(missed), len(arcs_done) + len(arcs_missed), len(partial))
+
+
 def measure(data_file: Path, kernel_dir: Path) -> tuple[list[FileCoverage], list[Branch]]:
-    """Per-file totals for the kernel modules under ``kernel_dir``, and every branch of their
-    Triton functions that the run behind ``data_file`` did not take both ways."""
+    """Per-module totals over the Triton functions of the kernel modules under ``kernel_dir``
+    (modules without one are left out), and every branch of those functions that the run behind
+    ``data_file`` did not take both ways. Arcs out of a function are not counted: under the
+    interpreter an arc out of a Triton function (the false arc of its last `if`) is never recorded,
+    even where the condition is false on most calls (measured: `if DXB:` closing the norm
+    backward, DXB false in nearly every case)."""
     files = sorted(p for p in kernel_dir.rglob("*.py") if p.name != "__init__.py")
     report = _json_report(data_file, files)
     by_path = {str(Path(name).resolve()): entry for name, entry in report["files"].items()}
@@ -102,20 +123,16 @@ def measure(data_file: Path, kernel_dir: Path) -> tuple[list[FileCoverage], list
         entry = by_path.get(str(path.resolve()))
         rel = str(path.relative_to(kernel_dir.parent)) if kernel_dir.parent in path.parents else str(path)
         source = path.read_text()
-        if entry is None:  # never imported by the run
-            statements = len([ln for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")])
-            totals.append(FileCoverage(rel, statements, statements, 0, 0))
+        functions = jit_functions(source)
+        if not functions:
+            continue
+        totals.append(_triton_totals(rel, source, functions, entry))
+        if entry is None:
             missing_lines, missing_from = set(range(1, len(source.splitlines()) + 1)), set()
         else:
-            summary = entry["summary"]
-            totals.append(FileCoverage(rel, summary["num_statements"], summary["missing_lines"],
-                                       summary.get("num_branches", 0), summary.get("num_partial_branches", 0)))
             missing_lines = set(entry["missing_lines"])
-            # Arcs into code only: under the interpreter an arc out of a Triton function (the false
-            # arc of its last `if`) is never recorded, even where the condition is false on most
-            # calls (measured: `if DXB:` closing the norm backward, DXB false in nearly every case)
             missing_from = {arc[0] for arc in entry.get("missing_branches", []) if arc[1] > 0}
-        for name, first, last in jit_functions(source):
+        for name, first, last in functions:
             for number, text in _branch_lines(source, first, last).items():
                 if number in missing_lines or number in missing_from:
                     branches.append(Branch(rel, name, number, text, number in missing_lines))
@@ -144,7 +161,7 @@ def render(totals: list[FileCoverage], known: list[tuple[Branch, str]], unknown:
            unused: list[str] = ()) -> str:
     """The report as text: per module, then the branches explained, then those that are not, then
     the reasons that explain nothing."""
-    rows = [f"{'kernel module':36s} {'stmts':>6s} {'miss':>5s} {'branch':>6s} {'part':>5s} {'cover':>6s}"]
+    rows = [f"{'Triton functions of':36s} {'stmts':>6s} {'miss':>5s} {'branch':>6s} {'part':>5s} {'cover':>6s}"]
     for t in totals:
         rows.append(f"{t.file:36s} {t.statements:6d} {t.missed:5d} {t.branches:6d} {t.partial:5d} {t.percent:5.0f}%")
     if known:

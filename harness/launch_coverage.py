@@ -1,4 +1,5 @@
-"""Branch coverage of the kernels at a fraction of its cost: each distinct launch measured once.
+"""Branch coverage of the kernels at a fraction of its cost: a few distinct launches of each
+specialisation measured, once each.
 
 ``harness branches`` reads which ``if`` of each Triton function a CPU run took (``harness/branches.py``).
 Under Triton's interpreter a kernel runs as Python, and coverage.py's tracer (a C callback on every
@@ -10,6 +11,17 @@ and boolean tensors, which is where data can steer a kernel's control flow, ever
 constexpr) on the same grid runs the same lines. A determinism check, a shrink step or a
 benchmark's repetitions repeat launches; about half the interpreted time is such repeats.
 
+Nor does the report need every distinct launch. It judges the ``if``s of Triton functions, and of
+the 120 there, 119 test constexprs, dtypes or module constants, and one (``dlrm_embedding``'s
+``if (p == 0) | (row != prev)``) loaded indices: the ways an ``if`` goes are fixed by the
+launch's specialisation (its function, constexprs, tensors' dtypes, integer and boolean tensors'
+values). Sizes and strides only decide whether loops run, and so whether an ``if`` inside one is
+reached at all; a few launches of each specialisation with different sizes reach them. So at
+most ``LAUNCHES_PER_SPECIALISATION`` distinct launches of a specialisation are measured. A branch
+that the report then calls unreached, where a plain ``--cov`` run reaches it, would be a
+specialisation whose first launches all skip a loop; CI's report was the same both ways when
+this was built (``git log`` of this file).
+
 ``pytest --cov --launch-coverage`` (the harness's pytest option; CI's run) therefore pauses
 coverage, and resumes it only inside an interpreted launch whose signature is new. Lines outside
 launches are not measured: the option is for the branch report, not for a line report of the
@@ -19,7 +31,9 @@ host code.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import inspect
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import torch
@@ -45,6 +59,22 @@ def _argument_key(value: Any) -> Any:
     return repr(value)
 
 
+LAUNCHES_PER_SPECIALISATION = 3
+
+
+def specialisation_key(fn: Callable, constexprs: Iterable[str], args: tuple, kwargs: dict) -> tuple:
+    """What fixes the ways a launch's ``if``s go (module docstring): the function, its constexprs'
+    values, its tensors' dtypes, its integer and boolean tensors' values and its other scalars'
+    types."""
+    names = list(inspect.signature(fn).parameters)
+    bound = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
+    constexprs = set(constexprs)
+    return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)),
+            tuple((name, _argument_key(value)[2:] if isinstance(value, torch.Tensor) else
+                   _argument_key(value) if name in constexprs else type(value).__name__)
+                  for name, value in bound.items()))
+
+
 def launch_key(fn: Callable, grid: Any, args: tuple, kwargs: dict) -> tuple:
     """What decides the lines a launch of ``fn`` runs (module docstring)."""
     return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)),
@@ -53,18 +83,22 @@ def launch_key(fn: Callable, grid: Any, args: tuple, kwargs: dict) -> tuple:
 
 
 class OncePerLaunch:
-    """Runs launches, tracing (``tracer.start()``/``stop()``) only the first of each key. The
-    tracer is paused from construction on."""
+    """Runs launches, tracing (``tracer.start()``/``stop()``) only the first of each key, and of
+    those, only the first ``per_specialisation`` of each specialisation. The tracer is paused from
+    construction on."""
 
-    def __init__(self, tracer: _Tracer):
+    def __init__(self, tracer: _Tracer, per_specialisation: int = LAUNCHES_PER_SPECIALISATION):
         self.tracer = tracer
+        self.per_specialisation = per_specialisation
         self.seen: set[tuple] = set()
+        self.measured: Counter[tuple] = Counter()
         tracer.stop()
 
-    def run(self, launch: Callable[[], Any], key: tuple) -> Any:
-        if key in self.seen:
+    def run(self, launch: Callable[[], Any], key: tuple, specialisation: tuple = ()) -> Any:
+        if key in self.seen or self.measured[specialisation] >= self.per_specialisation:
             return launch()
         self.seen.add(key)
+        self.measured[specialisation] += 1
         self.tracer.start()
         try:
             return launch()
@@ -74,14 +108,15 @@ class OncePerLaunch:
 
 def install(tracer: _Tracer) -> OncePerLaunch:
     """Wrap the interpreter's launches (``GridExecutor.__call__``, Triton 3.6-3.8) so that
-    ``tracer`` runs only in the first launch of each key."""
+    ``tracer`` runs only in the launches ``OncePerLaunch`` picks."""
     from triton.runtime import interpreter
 
     once = OncePerLaunch(tracer)
     launch = interpreter.GridExecutor.__call__
 
     def measured_once(self, *args, **kwargs):
-        return once.run(lambda: launch(self, *args, **kwargs), launch_key(self.fn, self.grid, args, kwargs))
+        return once.run(lambda: launch(self, *args, **kwargs), launch_key(self.fn, self.grid, args, kwargs),
+                        specialisation_key(self.fn, self.constexprs, args, kwargs))
 
     interpreter.GridExecutor.__call__ = measured_once
     return once

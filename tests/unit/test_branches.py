@@ -46,7 +46,8 @@ def _measured(tmp_path):
     folder = tmp_path / "kernels"
     folder.mkdir()
     (folder / "toy.py").write_text(KERNEL)
-    (tmp_path / "run.py").write_text("import sys; sys.path.insert(0, 'kernels'); import toy; toy.launcher(1)\n")
+    (folder / "host.py").write_text("def plan(n):\n    if n > 1:\n        return 2\n    return 1\n")  # no Triton code
+    (tmp_path / "run.py").write_text("import sys; sys.path.insert(0, 'kernels'); import host, toy; toy.launcher(host.plan(1))\n")
     data = tmp_path / ".coverage"
     subprocess.run([sys.executable, "-m", "coverage", "run", "--branch", f"--source={folder}", f"--data-file={data}",
                     "--rcfile=/dev/null", "run.py"], cwd=tmp_path, check=True, capture_output=True)
@@ -56,7 +57,10 @@ def _measured(tmp_path):
 def test_the_branches_of_triton_functions_a_run_took_one_way_or_never_are_listed_with_their_function(tmp_path):
     data, folder = _measured(tmp_path)
     totals, found = branches.measure(data, folder)
-    assert [t.file for t in totals] == ["kernels/toy.py"] and totals[0].partial >= 2
+    assert [t.file for t in totals] == ["kernels/toy.py"] and totals[0].partial >= 2  # host.py: no Triton code
+    # the totals count the Triton functions' lines alone: 7 + 4 statements, the launcher's 4 left out;
+    # missed: x - 1 and x * 2 (SPLIT true, EVEN false), and never_run's body
+    assert (totals[0].statements, totals[0].missed) == (11, 5)
     keys = {b.key: b for b in found}
     assert set(keys) == {"kernel: if SPLIT:", "kernel: if EVEN:", "never_run: if FLAG:"}
     assert keys["never_run: if FLAG:"].never_reached and not keys["kernel: if SPLIT:"].never_reached
