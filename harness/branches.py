@@ -3,7 +3,7 @@
 Under Triton's interpreter a kernel runs as Python, so coverage.py sees its lines, and its branches:
 ``if SPLIT:`` on a constexpr is a plain Python ``if`` there. A CPU run measured with branch
 coverage (``pytest --cov``: the project's coverage settings name the kernel folder and turn
-branches on; ``--launch-coverage`` measures each distinct launch once,
+branches on; ``--launch-coverage`` measures a few launches of each specialisation,
 ``harness/launch_coverage.py``) therefore says which paths of each Triton function the CPU suite
 ran: rows of several column blocks, split reductions, partial tiles, and the rest.
 

@@ -36,9 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-seed", type=int, default=None,
                     help="draw cases from this seed instead of the ci profile's fixed ones (also HARNESS_SEED)")
     group.addoption("--launch-coverage", action="store_true",
-                    help="with --cov under the interpreter: measure only inside kernel launches, each distinct "
-                         "launch once (what `harness branches` reads, at a fraction of --cov's cost; "
-                         "harness/launch_coverage.py)")
+                    help="with --cov under the interpreter: measure only inside kernel launches, the first "
+                         "distinct launches of each specialisation (what `harness branches` reads, at a "
+                         "fraction of --cov's cost; harness/launch_coverage.py)")
 
 
 def _csv(value: str) -> list[str]:
