@@ -19,11 +19,12 @@ values). Sizes and strides only decide whether loops run, and so whether an ``if
 reached at all; a few launches of each specialisation with different sizes reach them. So at
 most ``LAUNCHES_PER_SPECIALISATION`` distinct launches of a specialisation are measured. A branch
 that the report then calls unreached, where a plain ``--cov`` run reaches it, would be a
-specialisation whose first launches all skip a loop; CI's report was the same both ways when
+specialisation whose first launches all skip a loop; the report was the same both ways when
 this was built (``git log`` of this file).
 
-``pytest --cov --launch-coverage`` (the harness's pytest option; CI's run) therefore pauses
-coverage, and resumes it only inside an interpreted launch whose signature is new. Lines outside
+``pytest --cov --launch-coverage`` (the harness's pytest option; the branch report's run, named
+in ``.ci/run``) therefore pauses coverage, and resumes it only inside an interpreted launch whose
+signature is new. Lines outside
 launches are not measured: the option is for the branch report, not for a line report of the
 host code.
 """
