@@ -46,13 +46,17 @@ class _Tracer(Protocol):
     def stop(self) -> None: ...
 
 
+def _tensor_kind(value: torch.Tensor) -> tuple:
+    """A tensor's dtype, and for an integer or boolean one, a digest of its values."""
+    if value.dtype.is_floating_point or value.dtype.is_complex:
+        return (str(value.dtype),)
+    content = value.detach().cpu().contiguous().numpy().tobytes()
+    return str(value.dtype), hashlib.blake2b(content, digest_size=16).hexdigest()
+
+
 def _argument_key(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        key = (tuple(value.shape), tuple(value.stride()), str(value.dtype))
-        if not (value.dtype.is_floating_point or value.dtype.is_complex):
-            content = value.detach().cpu().contiguous().numpy().tobytes()
-            key += (hashlib.blake2b(content, digest_size=16).hexdigest(),)
-        return key
+        return (tuple(value.shape), tuple(value.stride())) + _tensor_kind(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (tuple, list)):
@@ -71,7 +75,7 @@ def specialisation_key(fn: Callable, constexprs: Iterable[str], args: tuple, kwa
     bound = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
     constexprs = set(constexprs)
     return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)),
-            tuple((name, _argument_key(value)[2:] if isinstance(value, torch.Tensor) else
+            tuple((name, _tensor_kind(value) if isinstance(value, torch.Tensor) else
                    _argument_key(value) if name in constexprs else type(value).__name__)
                   for name, value in bound.items()))
 
@@ -95,8 +99,12 @@ class OncePerLaunch:
         self.measured: Counter[tuple] = Counter()
         tracer.stop()
 
-    def run(self, launch: Callable[[], Any], key: tuple, specialisation: tuple = ()) -> Any:
-        if key in self.seen or self.measured[specialisation] >= self.per_specialisation:
+    def run(self, launch: Callable[[], Any], key: tuple, specialisation: Callable[[], tuple] = tuple) -> Any:
+        """``specialisation`` is computed only for a launch not seen before (not on repeats)."""
+        if key in self.seen:
+            return launch()
+        specialisation = specialisation()
+        if self.measured[specialisation] >= self.per_specialisation:
             return launch()
         self.seen.add(key)
         self.measured[specialisation] += 1
@@ -117,7 +125,7 @@ def install(tracer: _Tracer) -> OncePerLaunch:
 
     def measured_once(self, *args, **kwargs):
         return once.run(lambda: launch(self, *args, **kwargs), launch_key(self.fn, self.grid, args, kwargs),
-                        specialisation_key(self.fn, self.constexprs, args, kwargs))
+                        lambda: specialisation_key(self.fn, self.constexprs, args, kwargs))
 
     interpreter.GridExecutor.__call__ = measured_once
     return once

@@ -41,8 +41,8 @@ def test_a_specialisation_is_traced_in_its_first_distinct_launches_only():
     tracer = Tracer()
     once = launch_coverage.OncePerLaunch(tracer, per_specialisation=2)
     for size in (8, 8, 9, 10, 11):  # the same specialisation, four distinct launches
-        once.run(lambda: None, ("k", size), ("spec",))
-    once.run(lambda: None, ("k", 12), ("other spec",))
+        once.run(lambda: None, ("k", size), lambda: ("spec",))
+    once.run(lambda: None, ("k", 12), lambda: ("other spec",))
     assert tracer.starts == 3
 
 
