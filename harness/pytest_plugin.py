@@ -223,9 +223,9 @@ def _start_launch_coverage(config: pytest.Config) -> None:
 
     from harness import launch_coverage
 
-    # pytest-cov's coverage, and under it, paused, any that coverage's own .pth started in this
-    # process (pytest-cov asks for it in subprocesses, xdist's workers included): stopping the first
-    # would resume the second, so every one is stopped, and the first resumes in launches
+    # An xdist worker holds two started coverage instances, one paused under pytest-cov's (seen with
+    # pytest-cov 7.1, coverage 7.17): stopping the top one resumes the one under it, so every one
+    # is stopped, and the first resumes in launches
     running = []
     while (cov := coverage.Coverage.current()) is not None and cov not in running:
         cov.stop()
