@@ -122,14 +122,30 @@ def flash_attention(
     return out.to(dtype), lse
 
 
+# A 16-bit dot product on tensor cores: the products are exact and are summed in blocks of at most
+# this many, each block's sum added to the fp32 accumulator and rounded toward zero, not to nearest
+# (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Comput.
+# Sci. 7:e330, 2021: blocks of 4 on the V100, 8 on the A100). Each rounding loses up to an ulp of the
+# running sum, so a score of d products errs by up to ceil(d / block) ulps of sum |q_d k_d| (the
+# block-FMA bound of Blanchard, Higham, Lopez, Mary and Pranesh, SIAM J. Sci. Comput. 42(3), 2020,
+# with truncation's whole ulp); eager's fp32 matmul rounds to nearest and errs far less. The
+# log-sum-exp is an fp32 output, so the difference shows: an H200 nightly case (fp16, head_dim 128,
+# q = k, so every product is positive and no truncation offsets another) had the kernel's lse 5.8e-6
+# off at 11.74, 2.06x an envelope of one ulp of its terms; blocks of 8 rounded toward zero give
+# 6.7e-6 there, blocks of 16 2.9e-6 (tests/unit/test_term_hooks.py replays it).
+_TENSOR_CORE_BLOCK = 8
+
+
 def term_magnitudes(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The sums of |terms| behind each output element (``harness.numerics``): ``softmax(s) @ |v|``
-    for the output, ``|max s| + |log l| + sum_j P_j sum_d |q_d k_jd| * scale`` for the log-sum-exp
-    (the last term: each score is a dot product of its own, which cancels when q or k is small
-    against the other; the CPU run found a one-key causal row, lse = s = 3.9e-4 from terms of
-    ~1e-3, where the kernel's other summation order was 2.08x eager's envelope). Both outputs cancel (the output
+    for the output, ``|max s| + |log l| + blocks * sum_j P_j sum_d |q_d k_jd| * scale`` for the
+    log-sum-exp. The last term: each score is a dot product of its own, which cancels when q or k
+    is small against the other (the CPU run found a one-key causal row, lse = s = 3.9e-4 from terms
+    of ~1e-3, where the kernel's other summation order was 2.08x eager's envelope), and which a
+    kernel sums on tensor cores, whose error is up to ``blocks`` ulps of its terms, not one
+    (``_TENSOR_CORE_BLOCK``). Both outputs cancel (the output
     where v's signs mix, the log-sum-exp where log l offsets the maximum), and a flash kernel's
     probabilities are rounded against a running maximum, not the final one: for a near-uniform
     row they then round to 1 or to 1 - 2^-8 differently from eager's (an H100 nightly case, bf16,
@@ -139,8 +155,10 @@ def term_magnitudes(
         scale = q.shape[-1] ** -0.5
     k, v = _group(k, q.shape[-3]), _group(v, q.shape[-3])
     s = (q @ k.transpose(-2, -1)) * scale
-    # Each score is itself a dot product that may cancel: its error is an ulp of sum |q_d k_d|.
-    s_terms = (q.abs() @ k.abs().transpose(-2, -1)) * abs(scale)
+    # Each score is itself a dot product that may cancel: its error is up to ``blocks`` ulps of
+    # sum |q_d k_d| on tensor cores (_TENSOR_CORE_BLOCK).
+    blocks = -(-q.shape[-1] // _TENSOR_CORE_BLOCK)
+    s_terms = (q.abs() @ k.abs().transpose(-2, -1)) * (abs(scale) * blocks)
     if causal:
         n = s.shape[-1]
         s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))

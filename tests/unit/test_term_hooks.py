@@ -94,3 +94,74 @@ def test_lora_linear_forward_terms_bound_the_output_for_any_sign_of_scale():
         ratio = torch.finfo(torch.bfloat16).eps / torch.finfo(torch.float32).eps
         low_rank = ((x @ a.T) @ b.T).abs() * abs(scale)
         assert torch.allclose(wide - terms, low_rank * (ratio - 1), rtol=1e-12, atol=0), scale
+
+
+# flash_attention, H200 nightly: fp16, head_dim 128, two rows, q = k = v (seed 0), so each row's
+# largest score is |q|^2 * scale = 11.74 from 128 positive products. The kernel's log-sum-exp (fp32)
+# was 5.77e-6 off, 2.06x an envelope of one fp32 ulp of its terms: tensor cores sum the products in
+# blocks, rounding each block's sum toward zero (references/flash_attention.py, _TENSOR_CORE_BLOCK).
+_FLASH = {
+    "dims": {"batch": 1, "group": 1, "head_dim": 128, "kv_heads": 1, "seq": 2}, "dtype": "float16",
+    "grad_layout": "contiguous", "grad_seed": 0, "scalars": {"causal": False, "scale": None}, "schema": 1,
+    "spec": "flash_attention",
+    "tensors": {name: {"dtype": "float16", "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []},
+                       "seed": 0, "shape": [1, 1, 2, 128], "values": "normal"} for name in ("q", "k", "v")},
+}
+
+
+def _toward_zero(x: torch.Tensor) -> torch.Tensor:
+    """fp64 ``x`` rounded to fp32 toward zero (returned in fp64)."""
+    y = x.float()
+    return torch.where(y.double().abs() > x.abs(), torch.nextafter(y, torch.zeros_like(y)), y).double()
+
+
+def _flash_lse(q: torch.Tensor, k: torch.Tensor, block: int | None, scores_dtype=torch.float32) -> torch.Tensor:
+    """The kernel's log-sum-exp (fp32) with each score summed from exact products in blocks of
+    ``block`` rounded toward zero (tensor cores), or rounded to nearest once (None); the scores then
+    rounded to ``scores_dtype`` (fp16: a kernel whose dot product accumulates in the input dtype, a bug)."""
+    products = q.double()[..., :, None, :] * k.double()[..., None, :, :]  # exact: 11 x 11 bits
+    if block is None:
+        scores = products.sum(-1)
+    else:
+        scores = torch.zeros(products.shape[:-1], dtype=torch.float64)
+        for start in range(0, products.shape[-1], block):
+            scores = _toward_zero(scores + products[..., start:start + block].sum(-1))
+    scores = scores.to(scores_dtype).float()
+    scale = torch.tensor(q.shape[-1] ** -0.5, dtype=torch.float32)
+    m = scores.amax(-1)
+    return m * scale + torch.log(torch.exp((scores - m[..., None]) * scale).sum(-1))
+
+
+def _flash_forward(lse_of) -> tuple[float, float, str]:
+    """(score, GPU budget, details) of the forward check on the case's correctly rounded output and
+    the log-sum-exp that ``lse_of(q, k, oracle_lse)`` gives."""
+    case = Case.from_json(_FLASH)
+    spec = load_specs()[case.spec]
+    exact = prepare(case, "cpu").copies(torch.float64)
+    out, lse = spec.reference(**exact)
+    tensors = prepare(case, "cpu").copies(torch.float16)
+    lse = lse_of(tensors["q"], tensors["k"], lse).float()
+    result = run_check(spec, lambda **kwargs: (out.to(torch.float16), lse.clone()), "forward", case, "cpu")
+    return result.score, spec.numerics.multiple_for(case.dtype, interpreter=False), result.details()
+
+
+@pytest.mark.parametrize("lse_of, passes", [
+    (lambda q, k, exact: exact - 5.77e-6, True),
+    (lambda q, k, exact: _flash_lse(q, k, 8), True),
+    (lambda q, k, exact: _flash_lse(q, k, 4), True),
+    (lambda q, k, exact: exact - 6e-5, False),
+    (lambda q, k, exact: _flash_lse(q, k, None, scores_dtype=torch.float16), False),
+], ids=["the H200 kernel's error", "blocks of 8 rounded toward zero (the A100's)", "blocks of 4 (the V100's)",
+        "an error of 10x the H200's", "scores accumulated in fp16"])
+def test_flash_attention_lse_floors_each_score_at_its_tensor_core_blocks(lse_of, passes):
+    score, budget, details = _flash_forward(lse_of)
+    assert (score <= budget) is passes, details
+
+
+def test_flash_attention_lse_with_one_ulp_a_score_fails_the_h200_kernel(monkeypatch):
+    # one block of the whole head_dim: the envelope of one ulp of the terms the kernel failed
+    import references.flash_attention as reference
+
+    monkeypatch.setattr(reference, "_TENSOR_CORE_BLOCK", 128)
+    score, budget, details = _flash_forward(lambda q, k, exact: exact - 5.77e-6)
+    assert score > budget, details
