@@ -54,7 +54,7 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
     group where that leaves at least 2 programs per SM, else the largest divisor of the group that
-    does: ``_bwd_chunk``) and loops over them, dK and dV summing every head of the chunk in one
+    does: ``_bwd_chunk``; one q head causal at head_dim 128: ``_bwd_chunk_of``) and loops over them, dK and dV summing every head of the chunk in one
     fp32 accumulator, the dQ loop running once per head. With the whole group in one program dK
     and dV are stored as they are; with several chunks each stores its fp32 partial sum and a
     torch sum over the chunks (fixed order, no atomics) adds them, rounding once. The split keeps
@@ -611,12 +611,20 @@ def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, 
     return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
 
 
-def _bwd_chunk_of(q, k, config: BwdConfig) -> int:
-    """The q heads one backward program takes (``_bwd_chunk``; the whole group, 1 without GQA)."""
-    batch, heads, seq, _ = q.shape
+def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
+    """The q heads one backward program takes: 1 without GQA and, causal at head_dim 128, 1 in any
+    group; elsewhere ``_bwd_chunk``'s. Causal at head_dim 128 the loop over a chunk's heads takes
+    the slower of the two orders of its products (``_dkdv_loop``): the backward with one q head a
+    program, its partial sums added after, was 1.11-1.20x faster than with the chunks of 4 that
+    ``_bwd_chunk`` gives, at groups of 4 and 8, seq 4096, on an H200 (2026-11-29-h200-30, call 1);
+    not causal at head_dim 128, or causal at 64, chunks of 2 or 4 were 1.14-1.19x faster than one
+    head a program."""
+    batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     group = heads // kv_heads
-    return group if group == 1 else _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
+    if group == 1 or (causal and head_dim >= 128):
+        return 1
+    return _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
 
 
 def _delta_launch(out, out_lo, dout, dlse, delta, config: BwdConfig):
@@ -671,7 +679,7 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
         return dq, dk, dv
     config = _bwd_config(q.shape, causal, q.device)
     group = heads // kv_heads
-    chunk = _bwd_chunk_of(q, k, config)
+    chunk = _bwd_chunk_of(q, k, config, causal)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
         dk_out, dv_out = dk, dv
     else:  # fp32 partial sums, one per chunk of the group, added up below
@@ -845,7 +853,7 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
     dq, dk and dv; None where the group's chunks would be summed in torch."""
     config = _bwd_config(q.shape, causal, q.device)
-    chunk = _bwd_chunk_of(q, k, config)
+    chunk = _bwd_chunk_of(q, k, config, causal)
     if chunk != q.shape[1] // k.shape[1]:
         return None
     dout, dq = torch.empty_like(out), torch.empty_like(out)

@@ -312,8 +312,6 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
     group = heads // kv_heads
     if seq is None:  # 2 x kv_heads x key blocks >= 2 programs per SM, with the full grid's key blocks
         seq = module._GPU_BWD[head_dim][0].config.block_n1 * -(-sm_count(0) // kv_heads)
-    block_n1 = module._bwd_config((2, heads, seq, head_dim), causal, torch.device("cuda")).block_n1
-    chunked = group > 1 and module._bwd_chunk(group, -(-seq // block_n1) * 2 * kv_heads, torch.device("cuda")) != group
     runs = []
     monkeypatch.setattr(_native, "run", lambda *args, _run=_native.run: runs.append(1) or _run(*args))
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -324,6 +322,8 @@ def test_flash_attention_s_native_path_computes_bitwise_what_the_python_path_doe
         return torch.randn(2, seq, h, head_dim, device="cuda", dtype=torch.bfloat16, generator=gen).transpose(1, 2)
 
     base = [operand(heads), operand(kv_heads), operand(kv_heads)]
+    config = module._bwd_config(base[0].shape, causal, torch.device("cuda"))
+    chunked = module._bwd_chunk_of(base[0], base[1], config, causal) != group
     results, paths = [], []
     for native in (True, False):
         saved = _native._STATE[:]
