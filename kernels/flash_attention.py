@@ -54,10 +54,11 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
     group where that leaves at least 2 programs per SM, else the largest divisor of the group that
-    does: ``_bwd_chunk``; one q head causal at head_dim 128: ``_bwd_chunk_of``) and loops over them, dK and dV summing every head of the chunk in one
-    fp32 accumulator, the dQ loop running once per head. With the whole group in one program dK
-    and dV are stored as they are; with several chunks each stores its fp32 partial sum and a
-    torch sum over the chunks (fixed order, no atomics) adds them, rounding once. The split keeps
+    does: ``_bwd_chunk``; one q head causal at head_dim 128: ``_bwd_chunk_of``) and loops over
+    them, dK and dV summing every head of the chunk in one fp32 accumulator, the dQ loop running
+    once per head. With the whole group in one program dK and dV are stored as they are; with
+    several chunks each stores its fp32 partial sum and a third launch adds them in chunk order
+    (``_group_sum_kernel``: no atomics), rounding once. The split keeps
     multi-query attention's parallelism: with 32 q heads on one k/v head, forward+backward with the
     whole group in one program takes nearly three times as long as in chunks of 4, which are as
     fast as k and v repeated to 32 heads (docs/performance.md).
@@ -583,6 +584,38 @@ def _attn_bwd_kernel(
 # ----------------------------------------------------------------------------------------------
 
 
+@_launch.jit
+def _group_sum_kernel(DK_PART, DV_PART, DK, DV, N, CHUNKS: tl.constexpr, BLOCK: tl.constexpr):
+    """dK and dV of a grouped-query backward split in chunks: for one k/v head (program axis 1)
+    and BLOCK of its N = seq x head_dim elements, the CHUNKS fp32 partial sums added in chunk
+    order and rounded once to the gradients' dtype. One launch for both, recorded by the native
+    path as the backward's kernels are; the fixed order keeps the gradients bitwise repeatable.
+    Bytes: 2 x CHUNKS x 4 read and 2 x 2 written per element."""
+    head = tl.program_id(1).to(tl.int64)
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < N
+    part = head * CHUNKS * N + offs
+    dk = tl.load(DK_PART + part, mask=ok)
+    dv = tl.load(DV_PART + part, mask=ok)
+    for c in tl.static_range(1, CHUNKS):
+        dk += tl.load(DK_PART + part + c * N, mask=ok)
+        dv += tl.load(DV_PART + part + c * N, mask=ok)
+    tl.store(DK + head * N + offs, _rows.cast_for_store(dk, DK), mask=ok)
+    tl.store(DV + head * N + offs, _rows.cast_for_store(dv, DV), mask=ok)
+
+
+_GROUP_SUM_BLOCK = 1024
+
+
+def _group_sum_launch(dk_part, dv_part, dk, dv):
+    """The group sum's (grid, arguments, options): partial sums (batch, kv_heads, chunks, seq,
+    head_dim) into dk and dv (batch, kv_heads, seq, head_dim), all contiguous."""
+    batch, kv_heads, chunks, seq, head_dim = dk_part.shape
+    n = seq * head_dim
+    return ((triton.cdiv(n, _GROUP_SUM_BLOCK), batch * kv_heads), (dk_part, dv_part, dk, dv, n),
+            dict(CHUNKS=chunks, BLOCK=_GROUP_SUM_BLOCK, num_warps=4))
+
+
 def _launch_strides(*tensors: torch.Tensor) -> tuple[int, ...]:
     """The tensors' strides, one after another, as launches take them (``_rows.launch_strides``:
     size-1 dimensions get their contiguous stride, which Triton 3.6 needed here)."""
@@ -682,7 +715,7 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
     chunk = _bwd_chunk_of(q, k, config, causal)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
         dk_out, dv_out = dk, dv
-    else:  # fp32 partial sums, one per chunk of the group, added up below
+    else:  # fp32 partial sums, one per chunk of the group, added up below (_group_sum_kernel)
         dk_out, dv_out = (torch.empty((batch, kv_heads, group // chunk, seq, head_dim), dtype=torch.float32,
                                       device=q.device) for _ in range(2))
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
@@ -692,9 +725,9 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
         grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal, scale, scale * _LOG2E,
                                        config, chunk)
         _attn_bwd_kernel[grid](*args, **meta)
-    if chunk != group:  # a fixed-order fp32 sum over the chunks, one rounding: deterministic
-        dk.copy_(dk_out.sum(dim=2))
-        dv.copy_(dv_out.sum(dim=2))
+        if chunk != group:  # a fixed-order fp32 sum over the chunks, one rounding: deterministic
+            grid, args, meta = _group_sum_launch(dk_out, dv_out, dk, dv)
+            _group_sum_kernel[grid](*args, **meta)
     return dq, dk, dv
 
 
@@ -798,9 +831,8 @@ flash_attention_op.register_autograd(_op_backward, setup_context=_setup)
 # backward always takes the log-sum-exp's gradient (zeros where it went unused, as the node makes
 # them: D - 0 is D), and the scale is a per-call float. Signatures it does not serve take the
 # Python path: an operand whose head_dim stride is not 1 (copied there), one not 16-byte aligned,
-# a broadcast operand that the backward would save (``_native.program``), an empty call, a
-# grouped-query backward that sums the chunks of a group in torch, and a launch the native path
-# does not model (``_native.Unsupported``).
+# a broadcast operand that the backward would save (``_native.program``), an empty call, and a
+# launch the native path does not model (``_native.Unsupported``).
 # ----------------------------------------------------------------------------------------------
 
 _NATIVE_PLANS = _launch.plan_table()
@@ -838,12 +870,9 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
                        qs, ks, vs, outs, los, lses, ms, ls, *args[8:-2], scale, qk_scale)
         if not save:
             return _native.program(forward, [outs, lses])
-        backward = _native_backward(q, k, v, out, lse, causal)
+        record, (dqs, dks, dvs) = _native_backward(q, k, v, out, lse, causal)
     except _native.Unsupported:
         return _native.NOT_SERVED
-    if backward is None:
-        return _native.NOT_SERVED
-    record, (dqs, dks, dvs) = backward
     gradients = [slot if need else None for slot, need in zip((dqs, dks, dvs), needs)]
     return _native.program(forward, [outs, lses], saved=[qs, ks, vs, outs, los, ms, ls], backward=record,
                            gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
@@ -851,11 +880,12 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
 
 def _native_backward(q, k, v, out, lse, causal: bool):
     """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
-    dq, dk and dv; None where the group's chunks would be summed in torch."""
+    dq, dk and dv."""
     config = _bwd_config(q.shape, causal, q.device)
     chunk = _bwd_chunk_of(q, k, config, causal)
-    if chunk != q.shape[1] // k.shape[1]:
-        return None
+    batch, heads, seq, head_dim = q.shape
+    kv_heads = k.shape[1]
+    chunks = heads // kv_heads // chunk
     dout, dq = torch.empty_like(out), torch.empty_like(out)
     dk = torch.empty_like(k, memory_format=torch.contiguous_format)
     dlse, delta = torch.empty_like(lse), torch.empty_like(lse)
@@ -867,10 +897,20 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     grid, args, meta = _delta_launch(out, out, dout, dlse, delta, config)
     record.launch(_bwd_delta_kernel.bind(grid, args, meta, runtime=len(args)),
                   out_s, lo_s, dout_s, dlse_s, delta_s, *args[5:])
-    grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk, dk, causal, 1.0, 1.0, config, chunk)
+    if chunks == 1:  # each program sums a whole group: it writes the gradients themselves
+        dk_part, dk_parts, dv_parts = dk, dks, dvs
+    else:  # fp32 partial sums, one per chunk, added by _group_sum_kernel
+        dk_part = torch.empty((batch, kv_heads, chunks, seq, head_dim), dtype=torch.float32, device=q.device)
+        dk_parts, dv_parts = (record.empty(dk_part.shape, torch.float32) for _ in range(2))
+    grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk_part, dk_part, causal, 1.0, 1.0, config,
+                                   chunk)
     record.launch(_attn_bwd_kernel.bind(grid, args, meta, runtime=len(args)),
-                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dks, dvs, *args[10:-2], record.float_arg(0),
-                  record.float_arg(1))
+                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dk_parts, dv_parts, *args[10:-2],
+                  record.float_arg(0), record.float_arg(1))
+    if chunks > 1:
+        grid, args, meta = _group_sum_launch(dk_part, dk_part, dk, dk)
+        record.launch(_group_sum_kernel.bind(grid, args, meta, runtime=len(args)), dk_parts, dv_parts, dks, dvs,
+                      *args[4:])
     return record, (dqs, dks, dvs)
 
 

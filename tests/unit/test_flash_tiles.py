@@ -167,3 +167,24 @@ def test_the_dkdv_loop_s_orientations_and_orders_give_the_same_bits(monkeypatch,
     for loop, got in grads.items():
         for name, a, b in zip(("dq", "dk", "dv"), got, expected):
             assert torch.equal(a, b), f"{name}, (query_rows, dp_first) = {loop}"
+
+
+@pytest.mark.parametrize("chunks", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_group_sum_adds_the_chunks_in_order_and_rounds_once(chunks, dtype):
+    # A grouped-query backward split in chunks stores one fp32 partial dK and dV per chunk;
+    # _group_sum_kernel adds them in chunk order, in fp32, and rounds once: the bits of that left
+    # fold, on sizes that leave a ragged last block.
+    device = torch.device(kernel_device_type())
+    gen = torch.Generator().manual_seed(chunks)
+    batch, kv_heads, seq, head_dim = 2, 3, 37, 32  # 1184 elements a head: a block and a ragged one
+    parts = [torch.randn(batch, kv_heads, chunks, seq, head_dim, generator=gen).to(device) for _ in range(2)]
+    dk, dv = (torch.full((batch, kv_heads, seq, head_dim), float("nan"), dtype=dtype, device=device) for _ in range(2))
+    grid, args, meta = fa._group_sum_launch(*parts, dk, dv)
+    with _rows.launch_guard(dk):
+        fa._group_sum_kernel[grid](*args, **meta)
+    for name, got, part in (("dk", dk, parts[0]), ("dv", dv, parts[1])):
+        folded = part[:, :, 0].clone()
+        for c in range(1, chunks):
+            folded += part[:, :, c]
+        assert torch.equal(got, folded.to(dtype)), name
