@@ -54,11 +54,11 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
     group where that leaves at least 2 programs per SM, else the largest divisor of the group that
-    does: ``_bwd_chunk``; one q head causal at head_dim 128: ``_bwd_chunk_of``) and loops over
-    them, dK and dV summing every head of the chunk in one fp32 accumulator, the dQ loop running
-    once per head. With the whole group in one program dK and dV are stored as they are; with
-    several chunks each stores its fp32 partial sum and a third launch adds them in chunk order
-    (``_group_sum_kernel``: no atomics), rounding once. The split keeps
+    does: ``_bwd_chunk``; one q head causal at head_dim 128 in groups of up to 8:
+    ``_bwd_chunk_of``) and loops over them, dK and dV summing every head of the chunk in one fp32
+    accumulator, the dQ loop running once per head. With the whole group in one program dK and dV
+    are stored as they are; with several chunks each stores its fp32 partial sum and a third
+    launch adds them in chunk order (``_group_sum_kernel``: no atomics), rounding once. The split keeps
     multi-query attention's parallelism: with 32 q heads on one k/v head, forward+backward with the
     whole group in one program takes nearly three times as long as in chunks of 4, which are as
     fast as k and v repeated to 32 heads (docs/performance.md).
@@ -507,7 +507,7 @@ def _attn_bwd_kernel(
     q heads (one fp32 accumulator, the heads in order: no atomics, bitwise reproducible), then dQ
     of query block i for each of those q heads. dK and dV go to row ``(batch x chunk) * SEQ`` of
     DK and DV: the gradients themselves when CHUNK == GROUP, else fp32 partial sums, one per
-    chunk, that the launcher adds up (``_backward``)."""
+    chunk, that ``_group_sum_kernel`` adds up."""
     pid = tl.program_id(1)
     b = (pid // (H // CHUNK)).to(tl.int64)
     h0 = (pid % (H // CHUNK)).to(tl.int64) * CHUNK  # the chunk's first q head
@@ -594,17 +594,25 @@ def _group_sum_kernel(DK_PART, DV_PART, DK, DV, N, CHUNKS: tl.constexpr, BLOCK: 
     head = tl.program_id(1).to(tl.int64)
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < N
-    part = head * CHUNKS * N + offs
+    part = head * CHUNKS * N + offs  # int64 throughout: c * N in N's int32 would wrap past 2^31
     dk = tl.load(DK_PART + part, mask=ok)
     dv = tl.load(DV_PART + part, mask=ok)
-    for c in tl.static_range(1, CHUNKS):
-        dk += tl.load(DK_PART + part + c * N, mask=ok)
-        dv += tl.load(DV_PART + part + c * N, mask=ok)
+    for _ in tl.static_range(1, CHUNKS):
+        part += N
+        dk += tl.load(DK_PART + part, mask=ok)
+        dv += tl.load(DV_PART + part, mask=ok)
     tl.store(DK + head * N + offs, _rows.cast_for_store(dk, DK), mask=ok)
     tl.store(DV + head * N + offs, _rows.cast_for_store(dv, DV), mask=ok)
 
 
 _GROUP_SUM_BLOCK = 1024
+
+
+def _partials_shape(q, k, chunk: int) -> tuple[int, ...]:
+    """(batch, kv_heads, chunks, seq, head_dim): dK's or dV's fp32 partial sums, one per chunk."""
+    batch, heads, seq, head_dim = q.shape
+    kv_heads = k.shape[1]
+    return batch, kv_heads, heads // kv_heads // chunk, seq, head_dim
 
 
 def _group_sum_launch(dk_part, dv_part, dk, dv):
@@ -644,18 +652,25 @@ def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, 
     return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
 
 
+_ONE_HEAD_MAX_GROUP = 8  # the largest group measured (``_bwd_chunk_of``)
+
+
 def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
-    """The q heads one backward program takes: 1 without GQA and, causal at head_dim 128, 1 in any
-    group; elsewhere ``_bwd_chunk``'s. Causal at head_dim 128 the loop over a chunk's heads takes
-    the slower of the two orders of its products (``_dkdv_loop``): the backward with one q head a
-    program, its partial sums added after, was 1.11-1.20x faster than with the chunks of 4 that
-    ``_bwd_chunk`` gives, at groups of 4 and 8, seq 4096, on an H200 (2026-11-29-h200-30, call 1);
+    """The q heads one backward program takes: 1 without GQA and, causal at head_dim 128 in groups
+    of up to ``_ONE_HEAD_MAX_GROUP``, 1; elsewhere ``_bwd_chunk``'s. Causal at head_dim 128 a
+    chunk of heads must issue dP's product after dV's (``_dkdv_loop``: dP first is slower there),
+    which is slower than one head's dP-first loop: the backward with one q head a program, its
+    partial sums added after, was 1.11-1.20x faster than with the chunks of 4 that ``_bwd_chunk``
+    gives, at groups of 4 and 8, seq 1k-4k, batch 1-2, on an H200 (2026-11-29-h200-30, call 1);
     not causal at head_dim 128, or causal at 64, chunks of 2 or 4 were 1.14-1.19x faster than one
-    head a program."""
+    head a program. The cost is memory: fp32 partial sums of dK and dV for every q head,
+    ``2 x batch x heads x seq x head_dim x 4`` bytes during the backward (four times q's size),
+    where a whole group in one program needs none. Larger groups (multi-query
+    attention) were not measured this way and keep ``_bwd_chunk``'s chunks."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     group = heads // kv_heads
-    if group == 1 or (causal and head_dim >= 128):
+    if group == 1 or (causal and head_dim == 128 and group <= _ONE_HEAD_MAX_GROUP):
         return 1
     return _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
 
@@ -716,8 +731,8 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
         dk_out, dv_out = dk, dv
     else:  # fp32 partial sums, one per chunk of the group, added up below (_group_sum_kernel)
-        dk_out, dv_out = (torch.empty((batch, kv_heads, group // chunk, seq, head_dim), dtype=torch.float32,
-                                      device=q.device) for _ in range(2))
+        dk_out, dv_out = (torch.empty(_partials_shape(q, k, chunk), dtype=torch.float32, device=q.device)
+                          for _ in range(2))
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     with _rows.launch_guard(q):
         grid, args, meta = _delta_launch(out, out_lo, dout, dlse, delta, config)
@@ -883,9 +898,7 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     dq, dk and dv."""
     config = _bwd_config(q.shape, causal, q.device)
     chunk = _bwd_chunk_of(q, k, config, causal)
-    batch, heads, seq, head_dim = q.shape
-    kv_heads = k.shape[1]
-    chunks = heads // kv_heads // chunk
+    chunks = q.shape[1] // k.shape[1] // chunk
     dout, dq = torch.empty_like(out), torch.empty_like(out)
     dk = torch.empty_like(k, memory_format=torch.contiguous_format)
     dlse, delta = torch.empty_like(lse), torch.empty_like(lse)
@@ -900,7 +913,7 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     if chunks == 1:  # each program sums a whole group: it writes the gradients themselves
         dk_part, dk_parts, dv_parts = dk, dks, dvs
     else:  # fp32 partial sums, one per chunk, added by _group_sum_kernel
-        dk_part = torch.empty((batch, kv_heads, chunks, seq, head_dim), dtype=torch.float32, device=q.device)
+        dk_part = torch.empty(_partials_shape(q, k, chunk), dtype=torch.float32, device=q.device)
         dk_parts, dv_parts = (record.empty(dk_part.shape, torch.float32) for _ in range(2))
     grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk_part, dk_part, causal, 1.0, 1.0, config,
                                    chunk)

@@ -122,17 +122,19 @@ def flash_attention(
     return out.to(dtype), lse
 
 
-# A 16-bit dot product on tensor cores: the products are exact and are summed in blocks of at most
-# this many, each block's sum added to the fp32 accumulator and rounded toward zero, not to nearest
-# (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Comput.
-# Sci. 7:e330, 2021: blocks of 4 on the V100, 8 on the A100). Each rounding loses up to an ulp of the
-# running sum, so a score of d products errs by up to ceil(d / block) ulps of sum |q_d k_d| (the
-# block-FMA bound of Blanchard, Higham, Lopez, Mary and Pranesh, SIAM J. Sci. Comput. 42(3), 2020,
-# with truncation's whole ulp); eager's fp32 matmul rounds to nearest and errs far less. The
-# log-sum-exp is an fp32 output, so the difference shows: an H200 nightly case (fp16, head_dim 128,
-# q = k, so every product is positive and no truncation offsets another) had the kernel's lse 5.8e-6
-# off at 11.74, 2.06x an envelope of one ulp of its terms; blocks of 8 rounded toward zero give
-# 6.7e-6 there, blocks of 16 2.9e-6 (tests/unit/test_term_hooks.py replays it).
+# The error model of a 16-bit dot product on tensor cores. They add the products in blocks, into an
+# fp32 accumulator, truncating (rounding toward zero) instead of rounding to nearest (Fasi, Higham,
+# Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ Comput. Sci. 7:e330,
+# 2021, measured the V100, T4 and A100; Hopper is not covered there). Modelled as one rounding
+# toward zero per block of this many products, a score of d products errs by up to
+# ceil(d / block) ulps of sum |q_d k_d| (the block-FMA bound of Blanchard, Higham, Lopez, Mary and
+# Pranesh, SIAM J. Sci. Comput. 42(3), 2020, with truncation's whole ulp), where eager's fp32
+# matmul rounds to nearest and errs far less. The block of 8 is calibrated, not documented: an
+# H200 nightly case (fp16, head_dim 128, q = k, so every product is positive and no truncation
+# offsets another) had the kernel's log-sum-exp, an fp32 output, 5.8e-6 off at 11.74, 2.06x an
+# envelope of one ulp of its terms; the model gives 6.7e-6 there with blocks of 8 and 2.9e-6 with
+# blocks of 16, so the H200 sits between (tests/unit/test_term_hooks.py replays the case). The
+# envelope there grows 8.5-fold: the kernel's error may be up to about 7x the H200's and pass.
 _TENSOR_CORE_BLOCK = 8
 
 

@@ -290,10 +290,10 @@ def test_a_second_derivative_through_the_native_node_raises_as_once_differentiab
 @needs_gpu
 @pytest.mark.parametrize("heads, kv_heads, seq, head_dim", [
     (4, 4, 200, 64), (4, 4, 129, 128),
-    # seq None: the shortest that keeps a whole group in one backward program
+    # seq None: the shortest that keeps a whole group in one backward program (except causal at
+    # head_dim 128, where a group of up to 8 takes one q head a program)
     (16, 8, None, 64), (4, 1, None, 128),
-    # groups split in chunks (their partial sums added by a third launch) on a GPU of this size;
-    # causal at head_dim 128 every group is
+    # groups split in chunks, their partial sums added by a third launch, on a GPU of this size
     (4, 2, 129, 128), (3, 1, 64, 32), (32, 1, 33, 16),
 ])
 @pytest.mark.parametrize("causal", [False, True])

@@ -151,7 +151,7 @@ def _flash_forward(lse_of) -> tuple[float, float, str]:
     (lambda q, k, exact: _flash_lse(q, k, 4), True),
     (lambda q, k, exact: exact - 6e-5, False),
     (lambda q, k, exact: _flash_lse(q, k, None, scores_dtype=torch.float16), False),
-], ids=["the H200 kernel's error", "blocks of 8 rounded toward zero (the A100's)", "blocks of 4 (the V100's)",
+], ids=["the H200 kernel's error", "the model: blocks of 8 rounded toward zero", "blocks of 4",
         "an error of 10x the H200's", "scores accumulated in fp16"])
 def test_flash_attention_lse_floors_each_score_at_its_tensor_core_blocks(lse_of, passes):
     score, budget, details = _flash_forward(lse_of)
