@@ -26,6 +26,9 @@ def configure_backend() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if interpreting():
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.runtime\.interpreter")
+        from harness import frame_chunks
+
+        frame_chunks.install()  # each launch's frames in a stack chunk of their own (its docstring says why)
 
 
 def worker_index(worker_id: str | None) -> int:
