@@ -1,4 +1,5 @@
-"""Cases the GPU found where a correct kernel failed a cancelling sum, replayed on the CPU.
+"""Cases the GPU found where a correct kernel failed a cancelling sum (or, in flash attention's
+log-sum-exp, a tensor-core dot product's truncations), replayed on the CPU.
 
 Each case is rebuilt bitwise from its repro JSON; the kernel's GPU value at the failing element is
 planted into the correctly rounded output, and the harness's own check, held to the GPU's budget,
