@@ -594,7 +594,7 @@ def _group_sum_kernel(DK_PART, DV_PART, DK, DV, N, CHUNKS: tl.constexpr, BLOCK: 
     head = tl.program_id(1).to(tl.int64)
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < N
-    part = head * CHUNKS * N + offs  # int64 throughout: c * N in N's int32 would wrap past 2^31
+    part = head * CHUNKS * N + offs  # int64, stepped by N: chunk x N in int32 would wrap past 2^31
     dk = tl.load(DK_PART + part, mask=ok)
     dv = tl.load(DV_PART + part, mask=ok)
     for _ in tl.static_range(1, CHUNKS):
