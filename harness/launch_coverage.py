@@ -120,11 +120,9 @@ def install(tracer: _Tracer) -> OncePerLaunch:
     ``tracer`` runs only in the launches ``OncePerLaunch`` picks."""
     from triton.runtime import interpreter
 
-    from harness import frame_chunks
-
-    # under this wrapper's three frames, each launch still runs from a frame-stack chunk of its own:
-    # without it, flash_attention's backward took 20 s in an xdist worker instead of 9 (frame_chunks)
-    frame_chunks.install()
+    # The launch it wraps already runs from a frame-stack chunk of its own, whatever this wrapper's
+    # frames add to the depth (``harness.device.configure_backend``, which the plugin runs first,
+    # installs ``harness.frame_chunks``).
     once = OncePerLaunch(tracer)
     launch = interpreter.GridExecutor.__call__
 
