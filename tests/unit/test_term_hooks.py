@@ -138,9 +138,9 @@ def _flash_forward(lse_of) -> tuple[float, float, str]:
     the log-sum-exp that ``lse_of(q, k, oracle_lse)`` gives."""
     case = Case.from_json(_FLASH)
     spec = load_specs()[case.spec]
-    exact = prepare(case, "cpu").copies(torch.float64)
-    out, lse = spec.reference(**exact)
-    tensors = prepare(case, "cpu").copies(torch.float16)
+    prepared = prepare(case, "cpu")
+    out, lse = spec.reference(**prepared.copies(torch.float64))
+    tensors = prepared.copies(torch.float16)
     lse = lse_of(tensors["q"], tensors["k"], lse).float()
     result = run_check(spec, lambda **kwargs: (out.to(torch.float16), lse.clone()), "forward", case, "cpu")
     return result.score, spec.numerics.multiple_for(case.dtype, interpreter=False), result.details()
