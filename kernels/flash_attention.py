@@ -54,7 +54,7 @@ Backward (deterministic, no atomics), FlashAttention-2's scheme:
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
     group where that leaves at least 2 programs per SM, else the largest divisor of the group that
-    does: ``_bwd_chunk``; one q head causal at head_dim 128 in groups of up to 8:
+    does: ``_bwd_chunk``; one q head causal at head_dim 128 in groups of up to 32:
     ``_bwd_chunk_of``) and loops over them, dK and dV summing every head of the chunk in one fp32
     accumulator, the dQ loop running once per head. With the whole group in one program dK and dV
     are stored as they are; with several chunks each stores its fp32 partial sum and a third
@@ -652,7 +652,7 @@ def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, 
     return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
 
 
-_ONE_HEAD_MAX_GROUP = 8  # the largest group measured (``_bwd_chunk_of``)
+_ONE_HEAD_MAX_GROUP = 32  # the largest group measured (``_bwd_chunk_of``)
 
 
 def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
@@ -662,11 +662,13 @@ def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
     which is slower than one head's dP-first loop: the backward with one q head a program, its
     partial sums added after, was 1.11-1.20x faster than with the chunks of 4 that ``_bwd_chunk``
     gives, at groups of 4 and 8, seq 1k-4k, batch 1-2, on an H200 (2026-11-29-h200-30, call 1);
+    at groups of 16 and 32 (multi-query attention among them) 1.20x faster than chunks of 4 at
+    seq 4k and 1.09x than chunks of 2 at seq 1k, batch 2 (2026-11-29-h200-31, call 5);
     not causal at head_dim 128, or causal at 64, chunks of 2 or 4 were 1.14-1.19x faster than one
-    head a program. The cost is memory: fp32 partial sums of dK and dV for every q head,
-    ``2 x batch x heads x seq x head_dim x 4`` bytes during the backward (four times q's size),
-    where a whole group in one program needs none. Larger groups (multi-query
-    attention) were not measured this way and keep ``_bwd_chunk``'s chunks."""
+    head a program (groups of 4 and 8). The cost is memory: fp32 partial sums of dK and dV for
+    every q head, ``2 x batch x heads x seq x head_dim x 4`` bytes during the backward (four
+    times q's size), where a whole group in one program needs none. Groups above 32 were not
+    measured this way and keep ``_bwd_chunk``'s chunks."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     group = heads // kv_heads
