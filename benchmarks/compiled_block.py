@@ -17,7 +17,8 @@ Then CUDA graphs, the standard way to take the host out of a call: each block (f
 captured once and replayed, ours against eager's, and the same for LayerNorm alone, per replay.
 
 Writes OUT_DIR/compiled_block.json (every sample, medians, the ratio of each line against the
-compiled eager block with its 95% bootstrap interval and its reading: faster, tie or slower) and
+compiled eager block, paired by repetition, with its 95% sign-test interval and its reading:
+faster, tie or slower: ``harness.regression.speedup``) and
 prints a table.
 """
 
@@ -114,7 +115,8 @@ def _graph_calls(tokens: int, hidden: int, device, plan: TimingPlan) -> dict:
 def _records(samples: dict, figure: str, shape, pass_: str, reference: str) -> list[dict]:
     out = []
     for name, times in samples.items():
-        ratio, low, high, reading = speedup(times, samples[reference]) if name != reference else (1.0, 1.0, 1.0, "tie")
+        ratio, low, high, reading = (speedup(times, samples[reference], paired=True) if name != reference
+                                     else (1.0, 1.0, 1.0, "tie"))
         out.append({
             "tokens": shape[0], "hidden": shape[1], "dtype": str(DTYPE).removeprefix("torch."), "pass": pass_,
             "implementation": name, "figure": figure, "reference": reference,

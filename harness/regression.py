@@ -81,7 +81,7 @@ from typing import Any
 import numpy as np
 
 ALPHA = 0.01  # Mann-Whitney significance level
-CONFIDENCE = 0.95  # two-sided level of the bootstrap interval of the ratio of medians
+CONFIDENCE = 0.95  # two-sided level of the interval of the ratio (the gate's bootstrap, speedup's)
 MIN_EFFECT = 0.015  # δ: the smallest slowdown (ratio 1 + δ) worth flagging
 MIN_SAMPLES = 10  # per side; fewer gives insufficient-data
 BOOTSTRAP_RESAMPLES = 2000
@@ -269,17 +269,61 @@ def decide(
     return Verdict("unchanged", ratio, low, high, p, nb, nc, f"{head}: {why}")
 
 
-def speedup(ours: Sequence[float], peer: Sequence[float], rule: Rule = DEFAULT_RULE) -> tuple[float, float, float, str]:
+def speedup(ours: Sequence[float], peer: Sequence[float], rule: Rule = DEFAULT_RULE, *,
+            paired: bool = False) -> tuple[float, float, float, str]:
     """How much faster ``ours`` is than ``peer`` (timings of one benchmark, taken side by side):
-    (median(peer) / median(ours), the bootstrap interval of that ratio at ``rule.confidence``,
-    and "faster" where the whole interval lies above 1, "slower" where it lies below, else "tie").
-    A tie is stated as a tie, never claimed as a win."""
+    (the ratio, its interval at ``rule.confidence``, and "faster" where the whole interval lies
+    above 1, "slower" where it lies below, else "tie"). A tie is stated as a tie, never claimed as
+    a win; fewer than ``rule.min_samples`` samples a side (or pairs) read as a tie with no interval.
+
+    ``paired=False``: the ratio of medians ``median(peer) / median(ours)`` and its bootstrap
+    interval, the two sides resampled independently.
+
+    ``paired=True``: sample i of each side was timed in the same repetition (``harness.bench.timing``
+    times every implementation once per repetition, in a rotated order), so the ratio is the median
+    of the per-repetition ratios ``peer[i] / ours[i]`` and the interval is the sign test's:
+    order statistics of those ratios whose coverage the binomial(n, 1/2) law gives exactly, at
+    least ``rule.confidence`` for any continuous distribution of the ratios (``_sign_interval``).
+    A repetition's two timings share the host's and the GPU's state of that moment (a slow
+    stretch of the host, a clock step), which the per-repetition ratio divides out; resampling the
+    sides independently leaves that shared noise in both and can make a steady 7% lead read as a
+    tie. Each side must have the same number of samples, in repetition order."""
     a, b = _as_samples(ours, "ours"), _as_samples(peer, "peer")
-    ratio = float(np.median(b) / np.median(a))
-    if min(a.size, b.size) < rule.min_samples:
-        return ratio, float("nan"), float("nan"), "tie"
-    low, high = _bootstrap_ratio_interval(a, b, rule)
+    if paired:
+        if a.size != b.size:
+            raise ValueError(f"paired timings need one sample of each side per repetition: ours has {a.size}, "
+                             f"peer {b.size}")
+        ratios = b / a
+        ratio = float(np.median(ratios))
+        if a.size < rule.min_samples:
+            return ratio, float("nan"), float("nan"), "tie"
+        low, high = _sign_interval(ratios, rule.confidence)
+    else:
+        ratio = float(np.median(b) / np.median(a))
+        if min(a.size, b.size) < rule.min_samples:
+            return ratio, float("nan"), float("nan"), "tie"
+        low, high = _bootstrap_ratio_interval(a, b, rule)
     return ratio, low, high, "faster" if low > 1.0 else "slower" if high < 1.0 else "tie"
+
+
+def _sign_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The distribution-free interval of the median of ``values`` (the sign test's): the j-th
+    smallest and the j-th largest value, j the largest with ``2 P(X <= j - 1) <= 1 - confidence``
+    for X ~ binomial(n, 1/2), which is the probability that the median lies outside them. At n = 30
+    and 95%: the 10th and 21st of 30 (coverage 95.7%). (nan, nan) where no j qualifies (n < 6 at
+    95%)."""
+    n = values.size
+    ordered = np.sort(values)
+    tail = (1.0 - confidence) / 2.0
+    below, j = 0, 0  # below: the number of outcomes of n fair coins with at most j heads
+    while True:
+        below += math.comb(n, j)
+        if below / 2**n > tail:  # P(X <= j) too large: the j-th order statistic is the last that holds
+            break
+        j += 1
+    if j == 0:
+        return float("nan"), float("nan")
+    return float(ordered[j - 1]), float(ordered[n - j])
 
 
 # A host is not a GPU: two machines of one kind ran the same host-bound calls up to 44% faster

@@ -364,17 +364,19 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
                     roofline: Roofline | None, copy_ms: float | None, launch_overhead: bool,
                     warned: dict[str, list[str]]) -> list[dict]:
     """One record per implementation for one figure of one pass of one shape. ``best_peer`` names
-    the fastest context implementation (eager, compile or a peer) in this figure;
-    ``speedup_vs_best_peer`` is its median over this one's, with the bootstrap interval of that
-    ratio and its reading (``vs_best_peer``: "faster" only where the whole interval lies above 1,
-    "tie" where it straddles 1: ``harness.regression.speedup``)."""
+    the fastest context implementation (eager, compile or a peer) in this figure by median;
+    ``speedup_vs_best_peer`` is the median over the repetitions of its time over this one's in the
+    same repetition (both timers time every implementation once a repetition), with the sign
+    test's interval of that median and its reading (``vs_best_peer``: "faster" only where the
+    whole interval lies above 1, "tie" where it straddles 1: ``harness.regression.speedup``,
+    paired)."""
     medians = {n: median(t) for n, t in samples.items()}
     context = {n: m for n, m in medians.items() if _context(spec, n)}
     best = min(context, key=context.get) if context else None
     records = []
     for name, times in samples.items():
-        _, low, high, reading = (speedup(times, samples[best]) if best and name != best
-                                 else (None, 1.0, 1.0, "tie") if best else (None, None, None, None))
+        vs_best, low, high, reading = (speedup(times, samples[best], paired=True) if best and name != best
+                                       else (1.0, 1.0, 1.0, "tie") if best else (None, None, None, None))
         recheck, detail = rechecks.get(name, ("n/a", None))
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
@@ -393,7 +395,7 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             pct_matmul=100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
             speedup_vs_eager=_ratio(medians.get("eager"), ms),
             speedup_vs_compile=_ratio(medians.get("compile"), ms),
-            best_peer=best, speedup_vs_best_peer=_ratio(context.get(best), ms),
+            best_peer=best, speedup_vs_best_peer=vs_best,
             vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
             recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
             launch_overhead=launch_overhead, warnings=tuple(warned.get(name, ())),

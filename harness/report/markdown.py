@@ -151,8 +151,9 @@ def render_markdown(results: Mapping, history: Sequence[Mapping] | None = None) 
             lines += ["", "### Speed-ups", ""]
             lines += ["Two figures: **device** time (CUDA events, L2 flushed, the host hidden) and per-call "
                       "**wall** time (back-to-back calls, host included). \"vs best peer\" divides the fastest of "
-                      "eager, compile and the spec's peers by this time; \"faster\" or \"slower\" only where "
-                      "the ratio's whole 95% interval lies past 1, else \"tie\".", ""]
+                      "eager, compile and the spec's peers by this time, repetition by repetition (the median of "
+                      "those ratios); \"faster\" or \"slower\" only where its whole 95% interval (the sign "
+                      "test's) lies past 1, else \"tie\".", ""]
             lines += _table(("Kernel", "Shape", "dtype", "Pass", "Figure", "Implementation", "Median ms", "vs eager",
                              "vs compile", "vs best peer", "% copy BW", "% same-size copy"), rows, MAX_SPEEDUPS,
                             "benchmarks")

@@ -145,3 +145,69 @@ def test_a_speedup_is_a_win_only_where_its_whole_interval_clears_one():
     ratio, low, high, reading = speedup(base, base * 1.003)  # 0.3% apart, within the noise
     assert reading == "tie" and low < 1.0 < high and ratio > 1.0  # a tie, though the point estimate is above 1
     assert speedup(base[:5], base[:5] * 2)[3] == "tie"  # too few samples to claim anything
+
+
+def _shared_noise(rng, n, *, shared_sigma=0.2, own_sigma=0.02, outliers=0.1):
+    """(ours, factor): per-repetition timings whose noise is mostly shared by everything timed in
+    the repetition (the host's or the GPU's state of the moment), plus each call's own noise and
+    a share of outliers 0-100% slower; multiply by a second ``factor()`` draw and a true ratio to
+    get the other side of the same repetitions."""
+    shared = np.exp(rng.normal(0.0, shared_sigma, n))
+
+    def own():
+        return np.exp(rng.normal(0.0, own_sigma, n)) * (1.0 + (rng.random(n) < outliers) * rng.random(n))
+    return shared * own(), lambda: shared * own()
+
+
+def test_a_paired_speedup_divides_out_what_a_repetition_shares():
+    from harness.regression import speedup
+
+    rng = np.random.default_rng(7)
+    ours, other = _shared_noise(rng, 30)
+    # the peer 5% slower in every repetition, under host noise of 20% shared by both sides:
+    # independent resampling keeps the shared noise and sees a tie; the pairs see the lead
+    peer = 1.05 * other()
+    ratio, low, high, reading = speedup(ours, peer, paired=True)
+    assert reading == "faster" and low < 1.05 < high and 1.0 < low
+    assert speedup(ours, peer)[3] == "tie"
+    # and a kernel 5% slower than its peer still reads slower
+    assert speedup(ours, 0.95 * other(), paired=True)[3] == "slower"
+
+
+def test_a_paired_a_a_comparison_claims_a_win_no_more_often_than_the_sign_test_allows():
+    # Ours against itself: the per-repetition ratios are symmetric around 1, so the sign test's
+    # interval at 95% claims "faster" with probability P(binomial(30, 1/2) <= 9) = 2.14% and
+    # "slower" as often. 2000 seeded comparisons: about 43 each way, 60 the bound (2.6 standard
+    # deviations over). An interval one order statistic narrower (the 11th and 20th: coverage
+    # 90.1%) claims each way in 4.94% of them, about 99 here, which the bound refuses.
+    from harness.regression import speedup
+
+    rng = np.random.default_rng(11)
+    readings = {"faster": 0, "slower": 0, "tie": 0}
+    for _ in range(2000):
+        ours, other = _shared_noise(rng, 30)
+        readings[speedup(ours, other(), paired=True)[3]] += 1
+    assert readings["faster"] <= 60 and readings["slower"] <= 60, readings
+    assert readings["faster"] >= 20 and readings["slower"] >= 20, readings  # an interval, not a blanket "tie"
+
+
+@pytest.mark.parametrize("n, expected", [(30, (10.0, 21.0)), (10, (2.0, 9.0)), (6, (1.0, 6.0))])
+def test_the_sign_interval_takes_the_order_statistics_the_binomial_law_gives(n, expected):
+    # j-th smallest and j-th largest with 2 P(X <= j - 1) <= 5%, X ~ binomial(n, 1/2):
+    # n = 30: P(X <= 9) = 2.14%, P(X <= 10) = 4.94%; n = 10: P(X <= 1) = 1.07%, P(X <= 2) = 5.47%;
+    # n = 6: P(X <= 0) = 1.56%, P(X <= 1) = 10.9%
+    from harness.regression import _sign_interval
+
+    values = np.arange(n, 0, -1, dtype=float)  # order of arrival does not matter
+    assert _sign_interval(values, 0.95) == expected
+    assert all(math.isnan(x) for x in _sign_interval(np.arange(1.0, 6.0), 0.95))  # 5 values: no interval at 95%
+
+
+def test_a_paired_speedup_refuses_sides_that_are_not_pairs():
+    from harness.regression import speedup
+
+    base = np.linspace(1.0, 1.1, 30)
+    with pytest.raises(ValueError, match="ours has 30, peer 29"):
+        speedup(base, base[:29], paired=True)
+    ratio, low, high, reading = speedup(base[:5], base[:5] * 2, paired=True)
+    assert reading == "tie" and ratio == 2.0 and math.isnan(low)  # too few pairs to claim anything
