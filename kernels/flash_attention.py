@@ -663,7 +663,7 @@ def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
     partial sums added after, was 1.11-1.20x faster than with the chunks of 4 that ``_bwd_chunk``
     gives, at groups of 4 and 8, seq 1k-4k, batch 1-2, on an H200 (2026-11-29-h200-30, call 1);
     at groups of 16 and 32 (multi-query attention among them) 1.20x faster than chunks of 4 at
-    seq 4k and 1.09x than chunks of 2 at seq 1k, batch 2 (2026-11-29-h200-31, call 5);
+    seq 4k and 1.09x than chunks of 2 at seq 1k, batch 2 (2026-11-29-h200-31, call 6);
     not causal at head_dim 128, or causal at 64, chunks of 2 or 4 were 1.14-1.19x faster than one
     head a program (groups of 4 and 8). The cost is memory: fp32 partial sums of dK and dV for
     every q head, ``2 x batch x heads x seq x head_dim x 4`` bytes during the backward (four
