@@ -76,6 +76,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -287,7 +288,10 @@ def speedup(ours: Sequence[float], peer: Sequence[float], rule: Rule = DEFAULT_R
     A repetition's two timings share the host's and the GPU's state of that moment (a slow
     stretch of the host, a clock step), which the per-repetition ratio divides out; resampling the
     sides independently leaves that shared noise in both and can make a steady 7% lead read as a
-    tie. Each side must have the same number of samples, in repetition order."""
+    tie. The interval assumes the repetitions' ratios independent of one another; noise that does
+    not scale both timings alike (a stall of fixed length in one side's batch) stays in the
+    ratios and widens the interval. Each side must have the same number of samples, in
+    repetition order."""
     a, b = _as_samples(ours, "ours"), _as_samples(peer, "peer")
     if paired:
         if a.size != b.size:
@@ -314,12 +318,14 @@ def _sign_interval(values: np.ndarray, confidence: float) -> tuple[float, float]
     95%)."""
     n = values.size
     ordered = np.sort(values)
-    tail = (1.0 - confidence) / 2.0
-    below, j = 0, 0  # below: the number of outcomes of n fair coins with at most j heads
-    while True:
-        below += math.comb(n, j)
-        if below / 2**n > tail:  # P(X <= j) too large: the j-th order statistic is the last that holds
+    tail = Fraction(1.0 - confidence) / 2  # exact, in integers: P(X <= j) = below / 2**n
+    allowed = tail.numerator * 2**n  # below * tail.denominator may not exceed this
+    below, term, j = 0, 1, 0  # term = comb(n, j); below = outcomes of n fair coins with at most j heads
+    while j <= n:
+        below += term
+        if below * tail.denominator > allowed:  # P(X <= j) too large: the j-th order statistic is the last that holds
             break
+        term = term * (n - j) // (j + 1)
         j += 1
     if j == 0:
         return float("nan"), float("nan")

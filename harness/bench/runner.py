@@ -188,10 +188,6 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
-
-
 # A benchmark shape (both passes, compiles included) that takes longer than this is stuck, not slow.
 DEFAULT_SHAPE_TIMEOUT_S = 180.0
 
@@ -369,14 +365,19 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
     same repetition (both timers time every implementation once a repetition), with the sign
     test's interval of that median and its reading (``vs_best_peer``: "faster" only where the
     whole interval lies above 1, "tie" where it straddles 1: ``harness.regression.speedup``,
-    paired)."""
+    paired); ``speedup_vs_eager`` and ``speedup_vs_compile`` are the same median against those."""
     medians = {n: median(t) for n, t in samples.items()}
     context = {n: m for n, m in medians.items() if _context(spec, n)}
     best = min(context, key=context.get) if context else None
+
+    def vs(other: str | None, times: list[float]) -> tuple[float | None, float, float, str | None]:
+        if other is None or other not in samples:
+            return None, math.nan, math.nan, None
+        return speedup(times, samples[other], paired=True) if samples[other] is not times else (1.0, 1.0, 1.0, "tie")
+
     records = []
     for name, times in samples.items():
-        vs_best, low, high, reading = (speedup(times, samples[best], paired=True) if best and name != best
-                                       else (1.0, 1.0, 1.0, "tie") if best else (None, None, None, None))
+        vs_best, low, high, reading = vs(best, times)
         recheck, detail = rechecks.get(name, ("n/a", None))
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
@@ -393,8 +394,8 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             pct_same_size_copy=100 * copy_ms / ms if copy_ms and nbytes and ms > 0 else None,
             tflops=tflops,
             pct_matmul=100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
-            speedup_vs_eager=_ratio(medians.get("eager"), ms),
-            speedup_vs_compile=_ratio(medians.get("compile"), ms),
+            speedup_vs_eager=vs("eager", times)[0],
+            speedup_vs_compile=vs("compile", times)[0],
             best_peer=best, speedup_vs_best_peer=vs_best,
             vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
             recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
