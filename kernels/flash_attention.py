@@ -667,8 +667,9 @@ def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
     not causal at head_dim 128, or causal at 64, chunks of 2 or 4 were 1.14-1.19x faster than one
     head a program (groups of 4 and 8). The cost is memory: fp32 partial sums of dK and dV for
     every q head, ``2 x batch x heads x seq x head_dim x 4`` bytes during the backward (four
-    times q's size), where a whole group in one program needs none. Groups above 32 were not
-    measured this way and keep ``_bwd_chunk``'s chunks."""
+    times q's size; at a group of 32 over one k/v head, 128 times k's), where a whole group in one
+    program needs none. Groups between those measured (9-15, 17-31) take the rule unmeasured;
+    groups above 32 were not measured and keep ``_bwd_chunk``'s chunks."""
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
     group = heads // kv_heads
