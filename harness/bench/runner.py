@@ -377,7 +377,8 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
 
     records = []
     for name, times in samples.items():
-        vs_best, low, high, reading = vs(best, times)
+        against = {other: vs(other, times) for other in {best, "eager", "compile"}}  # each read once
+        vs_best, low, high, reading = against[best]
         recheck, detail = rechecks.get(name, ("n/a", None))
         ms = medians[name]
         gbps = nbytes / (ms / 1e3) / 1e9 if ms > 0 else None
@@ -394,8 +395,8 @@ def _figure_records(spec: KernelSpec, shape: BenchShape, figure: str, samples: d
             pct_same_size_copy=100 * copy_ms / ms if copy_ms and nbytes and ms > 0 else None,
             tflops=tflops,
             pct_matmul=100 * tflops / roofline.matmul_tflops if tflops and roofline else None,
-            speedup_vs_eager=vs("eager", times)[0],
-            speedup_vs_compile=vs("compile", times)[0],
+            speedup_vs_eager=against["eager"][0],
+            speedup_vs_compile=against["compile"][0],
             best_peer=best, speedup_vs_best_peer=vs_best,
             vs_best_peer=reading, speedup_vs_best_peer_ci=[_finite(low), _finite(high)] if best else None,
             recheck=recheck, recheck_detail=detail, peer=name in spec.perf.peers,
