@@ -76,7 +76,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -202,7 +201,7 @@ def _bootstrap_ratio_interval(base: np.ndarray, cur: np.ndarray, rule: Rule) -> 
 
 
 def _mann_whitney_p(base: np.ndarray, cur: np.ndarray) -> float:
-    from scipy.stats import mannwhitneyu  # scipy is the "report" extra; only this needs it
+    from scipy.stats import mannwhitneyu  # a declared dependency; imported on first use
 
     p = float(mannwhitneyu(cur, base, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p) else p  # all values tied: no evidence of a difference
@@ -316,19 +315,15 @@ def _sign_interval(values: np.ndarray, confidence: float) -> tuple[float, float]
     for X ~ binomial(n, 1/2), which is the probability that the median lies outside them. At n = 30
     and 95%: the 10th and 21st of 30 (coverage 95.7%). (nan, nan) where no j qualifies (n < 6 at
     95%)."""
+    from scipy.stats import binom  # a declared dependency; imported on first use
+
     n = values.size
-    ordered = np.sort(values)
-    tail = Fraction(1.0 - confidence) / 2  # exact, in integers: P(X <= j) = below / 2**n
-    allowed = tail.numerator * 2**n  # below * tail.denominator may not exceed this
-    below, term, j = 0, 1, 0  # term = comb(n, j); below = outcomes of n fair coins with at most j heads
-    while j <= n:
-        below += term
-        if below * tail.denominator > allowed:  # P(X <= j) too large: the j-th order statistic is the last that holds
-            break
-        term = term * (n - j) // (j + 1)
-        j += 1
+    tail = (1.0 - confidence) / 2.0
+    j = int(binom.ppf(tail, n, 0.5))  # the least j with P(X <= j) >= tail
+    j += bool(binom.cdf(j, n, 0.5) <= tail)  # P(X <= j - 1) <= tail < P(X <= j)
     if j == 0:
         return float("nan"), float("nan")
+    ordered = np.sort(values)
     return float(ordered[j - 1]), float(ordered[n - j])
 
 
