@@ -12,9 +12,10 @@ with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 
 ``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
 fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
-multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). Two forward values
-are the exceptions, each eager's own fp32 computation: exact gelu's (:func:`gelu_as_eager`) and
-SwiGLU's SiLU (:func:`silu_as_eager`, which glu's kernel calls itself). fp32
+multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). Three are the
+exceptions, each eager's own fp32 computation: exact gelu's value (:func:`gelu_as_eager`) and
+input gradient (:func:`gelu_grad_as_eager`, bias-GELU's backward), and SwiGLU's SiLU
+(:func:`silu_as_eager`, which glu's kernel calls itself). fp32
 evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at
 worst, against eager's ~1 on the CPU, which exceeds the harness's envelope where it has no slack
 (glu's silu gradient in the sigmoid's tail: 2.3x eager's envelope; exact gelu at its minimum:
@@ -69,6 +70,7 @@ _TWO_SQRT2 = tl.constexpr(2.0 * math.sqrt(2.0))
 _NEG_HALF_LOG2E = tl.constexpr(-0.5 * math.log2(math.e))
 _INV_SQRT_2PI = tl.constexpr(1.0 / math.sqrt(2.0 * math.pi))
 _NEG_SQRT1_2 = tl.constexpr(-math.sqrt(0.5))  # the reference's constant, rounded to fp32 as eager's is
+_NEG_TWO_OVER_SQRT_PI = tl.constexpr(-2.0 / math.sqrt(math.pi))  # erfc's derivative's, as autograd's formula has it
 _LIBDEVICE = tl.constexpr(not interpreting())  # libdevice's functions exist on the GPU only
 # erfc's polynomial is fitted up to a = 10.066; past |z| = 10.06 sqrt(2) = 14.227 (just inside it),
 # where gelu's value is a few of fp32's least subnormals (1.4e-45), |z| is clamped for the
@@ -222,8 +224,8 @@ def gelu_as_eager(z):
     Rounded as eager rounds, the tail's amplified roundings (z's, the argument's) are eager's own,
     so its error is eager's; the other activations (SwiGLU's forward value aside) keep fp64,
     because their fp32 values, computed in another order than eager's, exceed twice eager's error
-    in the tail (GEGLU's tanh form: 2.25x). The slope (the backward) stays fp64
-    (:func:`gelu_and_slope`)."""
+    in the tail (GEGLU's tanh form: 2.25x). Bias-GELU's gradient is eager's as well
+    (:func:`gelu_grad_as_eager`); the other kernels' slopes stay fp64 (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
 
@@ -246,6 +248,40 @@ def silu_as_eager(z):
     else:
         wide = z.to(tl.float64)
         return (wide * sigmoid_and_slope(wide, True)[0]).to(tl.float32)
+
+
+@triton.jit
+def gelu_grad_as_eager(z, g):
+    """Exact GELU's input gradient for fp32 results, ``g * gelu'(z)``, as eager's autograd computes
+    it through the reference ``(z * 0.5) * erfc(z * -sqrt(1/2))`` in fp32 (references/_activations.py):
+    with ``t = z * -sqrt(1/2)``, the product's two branches ``(g * erfc(t)) * 0.5`` and erfc's
+    derivative ``((exp(-(t * t)) * -2/sqrt(pi)) * (g * (z * 0.5))) * -sqrt(1/2)``, each product
+    rounded to fp32 where eager's kernels round it, CUDA's erfcf and expf, and the two branches
+    added as autograd adds them (an IEEE add, not contracted into an fma with the product before
+    it). On the GPU that is eager's gradient bit for bit; under the interpreter erfc and exp are
+    the fp64 evaluations rounded to fp32.
+
+    Bias-GELU's fp32 backward takes it: the fp64 slope (:func:`gelu_and_slope`, 42 fp64 slots an
+    element) binds the fp64 lanes, at 0.78x torch.compile's time on an H200 (benchmarks/results/
+    2026-11-29-h200-31, call 8), where this is fp32 work under a memory-bound pass. Its error is
+    eager's own, roundings of z and t included (the harness's envelope is eager's error)."""
+    t = z * _NEG_SQRT1_2
+    from_value = (g * _erfc(t)) * 0.5
+    from_erfc = ((_exp_as_eager(-(t * t)) * _NEG_TWO_OVER_SQRT_PI) * (g * (z * 0.5))) * _NEG_SQRT1_2
+    if _LIBDEVICE:
+        return libdevice.add_rn(from_erfc, from_value)
+    else:
+        return from_erfc + from_value
+
+
+@triton.jit
+def _exp_as_eager(x):
+    """e**x of fp32 ``x <= 0`` in fp32: libdevice's expf on the GPU (CUDA's, which torch.exp calls);
+    the interpreter takes :func:`kernels._rows.exp_wide` in fp64 rounded to fp32."""
+    if _LIBDEVICE:
+        return libdevice.exp(x)
+    else:
+        return _rows.exp_wide(x.to(tl.float64)).to(tl.float32)
 
 
 @triton.jit

@@ -13,15 +13,18 @@ is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in on
 which ``kernels/_partials.py`` adds (no atomics: bitwise reproducible; rounded once at the end).
 
 Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors stay ~1e-5
-relative, far below a 16-bit ulp). fp32 results (``PRECISE``) form ``z = x + bias`` exactly in
-fp64 and evaluate the tanh form and every slope there: rounding z to fp32 first costs up to ~2 ulp
-of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z),
-where eager's error at that element can be far smaller (the rounded z alone reaches 2.05x eager's
-envelope there). The exact form's fp32 forward value is eager's own fp32 computation instead
-(``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf): eager's value
+relative, far below a 16-bit ulp). fp32 results (``PRECISE``) of the tanh form form
+``z = x + bias`` exactly in fp64 and evaluate the value and slope there: rounding z to fp32 first
+costs up to ~2 ulp of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function
+at the rounded z), where eager's error at that element can be far smaller (the rounded z alone
+reaches 2.05x eager's envelope there), unless the rest is eager's own computation too. The exact
+form's fp32 results are: the forward value is eager's fp32 computation
+(``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf), eager's value
 bit for bit on the GPU, at 98% of a copy's bandwidth on an H100 on its own fp32-arithmetic tile,
 where the fp64 form is bound by the fp64 lanes (on an H200, whose memory is faster, erfcf bounds
-it, at 87% of a copy on a tile of its own). The tiling is every elementwise kernel's
+it, at 87% of a copy on a tile of its own); and grad_x is eager's autograd through the reference
+in fp32 (``_activations.gelu_grad_as_eager``, erfcf and expf), bit for bit on the GPU, where the
+fp64 slope bound the backward by the fp64 lanes. The tiling is every elementwise kernel's
 (``_rows.elementwise_limits``): blocks of up to 1024 columns,
 several short rows a program, forward programs in column-block order (``_rows.tile``), strided
 leading dimensions read in place.
@@ -86,9 +89,14 @@ def _bias_gelu_bwd_kernel(
     for t in range(0, tiles_per_group):
         rows = (group * tiles_per_group + t) * ROWS + tl.arange(0, ROWS)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
-        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
-        dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
+        if ACT == "gelu" and PRECISE:  # fp32 results: eager's fp32 gradient (gelu_grad_as_eager)
+            z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, False)
+            g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, False)
+            dz = tl.where(mask, _activations.gelu_grad_as_eager(z, g), 0.0)
+        else:
+            z = _load_z(x_ptr, b_ptr, rows, cols, mask, n_cols, x_inner, x_so, x_si, PRECISE)
+            g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
+            dz = tl.where(mask, g * _activations.activation_slope(z, ACT, PRECISE), 0.0)
         tl.store(gx_ptr + _rows.dense_offsets(rows, cols, n_cols), _rows.cast_for_store(dz, gx_ptr), mask=mask)
         acc += dz.to(tl.float64)
     tl.store(partial_ptr + group.to(tl.int64) * n_cols + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
