@@ -273,10 +273,12 @@ def test_exact_gelu_value_of_fp32_results_is_eager_s():
 def test_exact_gelu_gradient_of_fp32_results_is_eager_autograd_s():
     """Exact gelu's fp32 input gradient is eager's autograd through the reference in fp32 on the
     same device: bit for bit on the GPU (the same erfcf and expf, the same roundings, the branches
-    added without an fma) but for flushed subnormals, NaN where eager's is NaN; under the
-    interpreter, whose erfc and exp are fp64 stand-ins, within two fp32 ulps of the CPU's gradient,
-    measured on the size of its two terms (they cancel at gelu's minimum), and no farther from the
-    truth overall."""
+    added without an fma), NaN where eager's is NaN, but for flushed subnormals: the kernel flushes
+    a subnormal erfc or exp (H200: z = -13.2, gradient 2.64e-37 against eager's 2.63e-37), which
+    moves the result by less than the least normal times the factors after it, ``|g| (1 + |z|)``;
+    under the interpreter, whose erfc and exp are fp64 stand-ins, within two fp32 ulps of the
+    CPU's gradient, measured on the size of its two terms (they cancel at gelu's minimum), and no
+    farther from the truth overall."""
     z = np.concatenate([_POINTS_FOR_GELU, [0.0, -0.0, -0.7517916, 14.25, -14.25, -20.0, 1e30, -1e30, np.inf,
                                            -np.inf]]).astype(np.float32)
     g = np.random.default_rng(6).normal(0, 1, z.size).astype(np.float32)
@@ -291,9 +293,8 @@ def test_exact_gelu_gradient_of_fp32_results_is_eager_autograd_s():
     device = kernel_device_type()
     eager = autograd(torch.from_numpy(z).to(device), torch.from_numpy(g).to(device)).cpu().numpy()
     if not interpreting():
-        normal = ~(np.abs(eager) < FP32_TINY)
-        np.testing.assert_array_equal(got[normal], eager[normal])
-        assert np.all(np.abs(got[~normal] - eager[~normal]) < FP32_TINY)
+        flushed = np.abs(got - eager) <= FP32_TINY * np.abs(g) * (1 + np.abs(z))
+        np.testing.assert_array_equal(got[~flushed], eager[~flushed])
         return
     finite = np.isfinite(eager)
     np.testing.assert_array_equal(got[~finite], eager[~finite])
