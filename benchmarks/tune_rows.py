@@ -25,7 +25,7 @@ candidate per shape; the chosen limits go into the kernel modules by hand.
         [norm_forward_short] [norm_backward] [norm_backward_groups] [norm_backward_columns]
         [norm_backward_columns_from]
         [norm_backward_prefetch] [dropout_norm_backward] [dropout_norm_forward] [elementwise]
-        [elementwise_fp32] [elementwise_fp32_math] [elementwise_backward]
+        [elementwise_fp32] [elementwise_fp32_math] [elementwise_backward] [elementwise_backward_tile]
 """
 
 from __future__ import annotations
@@ -350,6 +350,14 @@ TARGETS = {
          _add_mul_relu_bits_backward_op(65536, 512, torch.float32),
          _act_grad_op("gelu", 16384, 3072, torch.float16)),
         knobs={"programs_per_sm": "backward_programs_per_sm"}),
+    # the backward's tile itself (shared by every dtype): exact bias-GELU's fp32 backward, whose
+    # arithmetic is fp32 (eager's form), and a 16-bit shape beside it
+    "elementwise_backward_tile": Target(
+        _rows.ELEMENTWISE, "backward",
+        {"target_elems": (1024, 2048, 4096, 8192), "thread_bytes": (16, 32, 64)},
+        (_bias_gelu_backward_op("none", 4096, 16384, torch.float32),
+         _bias_gelu_backward_op("none", 16384, 3072, torch.float16)),
+        sets=("backward",)),
     # the 16-bit forward tiling: bias-GELU both forms and SwiGLU
     "elementwise": Target(
         _rows.ELEMENTWISE, "forward",
