@@ -34,7 +34,7 @@ from harness.device import describe, on_gpu
 from harness.io import atomic_write_text
 from harness.numerics import finite_or_none
 from harness.parallel import RunKey, verify_parallel
-from harness.regression import decide, drift_limits, reference_drift, rule_for
+from harness.regression import decide, decide_between_moves, drift_limits, reference_drift, rule_for
 from harness.results import INTERRUPTED_MESSAGE, UNFINISHED_PREFIX, SKIPPED, Outcome, VerificationInterrupted, verify
 from harness.runner import property_runs
 from harness.spec import REFERENCE_IMPLEMENTATIONS, KernelSpec, is_context
@@ -152,9 +152,13 @@ def judge(benchmarks: list[dict], baseline: dict[str, dict] | None, unreadable: 
                                        f"{timing_of(record)}), and timings of two methods do not compare; "
                                        "re-record it with --update-baseline"})
             continue
-        drift, about = reference_drift(drift_ratios.get(record["key"].rsplit("/", 1)[0], {}), *drift_limits(record))
-        samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
-        v = decide(recorded["samples_ms"], samples, rule_for(record))
+        ratios = drift_ratios.get(record["key"].rsplit("/", 1)[0], {})
+        drift, about = reference_drift(ratios, *drift_limits(record))
+        if drift is None and ratios and record.get("figure") == "wall":  # a changed host: the references bracket it
+            v, drift, about = decide_between_moves(recorded["samples_ms"], record["samples_ms"], rule_for(record), ratios)
+        else:
+            samples = record["samples_ms"] if drift is None else [t / drift for t in record["samples_ms"]]
+            v = decide(recorded["samples_ms"], samples, rule_for(record))
         verdicts.append({**base, "verdict": v.verdict, "ratio": finite_or_none(v.ratio),
                          "ci_low": finite_or_none(v.ci_low), "ci_high": finite_or_none(v.ci_high),
                          "p_value": finite_or_none(v.p_value), "baseline_median_ms": recorded["median_ms"],

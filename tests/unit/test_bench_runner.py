@@ -400,6 +400,46 @@ def test_wall_time_divides_out_a_faster_host_that_the_device_figure_would_not_ta
     assert judge(slower, baseline, None)[1]["verdict"] == "regression"  # a real host-side slowdown still shows
 
 
+def _run_figure(figure, kernel_ms, reference_ms):
+    """As ``_run``, for one figure (the wall figure's keys carry ``wall/``)."""
+    where = "wall/" if figure == "wall" else ""
+    records = [{"key": f"s/forward/n=1/float16/{where}{impl}", "spec": "s", "implementation": impl, "figure": figure,
+                "median_ms": ms, "samples_ms": _timings(ms)}
+               for impl, ms in (("triton", kernel_ms), *reference_ms.items())]
+    baseline = {r["key"]: {"samples_ms": _timings(1.0), "median_ms": 1.0} for r in records}
+    (v,) = judge(records, baseline, None)
+    return v
+
+
+# benchmarks/results/2026-11-29-h200-32 call 3: a slow host moved dropout-add-LayerNorm's per-call
+# forward at 32768 x 512 +1.3% in eager (bound by the GPU) and +83.8% in torch.compile (bound by
+# the host), too far apart to be one drift; the unchanged kernel (host-bound) moved +62.8%, and the
+# gate called it a regression
+_APART = {"eager": 1.013, "compile": 1.838}
+
+
+@pytest.mark.parametrize("kernel_ms, reference_ms, verdict, divisor", [
+    (1.628, _APART, "unchanged", None),  # between the references' moves: the host's
+    (2.10, _APART, "unchanged", None),  # beyond the largest move, by less than the 25% minimum effect
+    (2.40, _APART, "regression", 1.838),  # beyond the largest by 31%
+    (0.75, _APART, "improvement", 1.013),  # 26% faster than the smallest move
+    (2.30, {"eager": 2.5, "compile": 2.2}, "unchanged", None),  # both moved too far to be drift; the kernel with them
+    (1.00, {"eager": 2.5, "compile": 2.2}, "improvement", 2.2),
+])
+def test_a_wall_line_whose_references_moved_apart_is_judged_against_their_moves(kernel_ms, reference_ms, verdict,
+                                                                               divisor):
+    v = _run_figure("wall", kernel_ms, reference_ms)
+    assert v["verdict"] == verdict, v["reason"]
+    assert v["drift"] == pytest.approx(divisor) if divisor is not None else v["drift"] is None
+    assert ("within the references' moves" if divisor is None else "beyond the references'") in v["reason"]
+
+
+def test_a_device_line_whose_references_moved_apart_is_still_judged_as_measured():
+    """A GPU's clocks move its references alike; apart, one of them changed, not the machine."""
+    v = _run_figure("device", 1.63, _APART)
+    assert v["verdict"] == "regression" and v["drift"] is None and "judged as measured" in v["reason"]
+
+
 def test_the_speedup_over_the_best_peer_pairs_the_timings_of_one_repetition(monkeypatch):
     # Host noise that moves every implementation of a repetition alike (here: every other
     # repetition twice as slow), ours 5% ahead, and each call's own 3% jitter: every figure of the
