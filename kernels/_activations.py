@@ -12,11 +12,10 @@ with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 
 ``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
 fp64 and **returned in fp64**, so that the caller rounds once, at its store, after its own last
-multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). The exceptions are
-eager's own fp32 computations: exact gelu's value (:func:`gelu_as_eager`) and input gradient
-(:func:`gelu_grad_as_eager`: bias-GELU's and exact GEGLU's backward), SwiGLU's SiLU
-(:func:`silu_as_eager`, which glu's kernel calls itself) and SwiGLU's gradients
-(:func:`swiglu_grads_as_eager`). fp32
+multiply (a gated unit's ``act(a) * b``, a gradient's ``grad * act'(z)``). Three are the
+exceptions, each eager's own fp32 computation: exact gelu's value (:func:`gelu_as_eager`) and
+input gradient (:func:`gelu_grad_as_eager`, bias-GELU's backward), and SwiGLU's SiLU
+(:func:`silu_as_eager`, which glu's kernel calls itself). fp32
 evaluation, even with accurate exp and division, composes five to seven roundings: 2-4 ulp at
 worst, against eager's ~1 on the CPU, which exceeds the harness's envelope where it has no slack
 (glu's silu gradient in the sigmoid's tail: 2.3x eager's envelope; exact gelu at its minimum:
@@ -225,8 +224,8 @@ def gelu_as_eager(z):
     Rounded as eager rounds, the tail's amplified roundings (z's, the argument's) are eager's own,
     so its error is eager's; the other activations (SwiGLU's forward value aside) keep fp64,
     because their fp32 values, computed in another order than eager's, exceed twice eager's error
-    in the tail (GEGLU's tanh form: 2.25x). Bias-GELU's and exact GEGLU's gradients are eager's as
-    well (:func:`gelu_grad_as_eager`); the other kernels' slopes stay fp64 (:func:`gelu_and_slope`)."""
+    in the tail (GEGLU's tanh form: 2.25x). Bias-GELU's gradient is eager's as well
+    (:func:`gelu_grad_as_eager`); the other kernels' slopes stay fp64 (:func:`gelu_and_slope`)."""
     z = z.to(tl.float32)
     return (z * 0.5) * _erfc(z * _NEG_SQRT1_2)
 
@@ -243,7 +242,9 @@ def silu_as_eager(z):
     benchmarks/results/2026-11-28-h200-24); in fp32 it is a memory-bound pass. Its error is
     F.silu's own; the harness's reference is the tail-stable ``z * sigmoid(z)``, against whose fp32
     run glu's fp32 forward scores at most 1.70 at the nightly profile (within the budget). The
-    backward is eager's autograd through that reference (:func:`swiglu_grads_as_eager`)."""
+    slope (the backward) stays fp64: eager's autograd through that reference in fp32 (IEEE
+    divisions, both of the sigmoid's branches) made SwiGLU's fp32 forward+backward 33% slower on
+    an H200 than the fp64 slope (benchmarks/results/2026-11-29-h200-32 call 5)."""
     if _LIBDEVICE:
         return tl.math.div_rn(z, 1.0 + libdevice.exp(-z))
     else:
@@ -269,46 +270,10 @@ def gelu_grad_as_eager(z, g):
     t = z * _NEG_SQRT1_2
     from_value = (g * _erfc(t)) * 0.5
     from_erfc = ((_exp_as_eager(-(t * t)) * _NEG_TWO_OVER_SQRT_PI) * (g * (z * 0.5))) * _NEG_SQRT1_2
-    return _add_as_eager(from_erfc, from_value)
-
-
-@triton.jit
-def swiglu_grads_as_eager(a, b, g):
-    """SwiGLU's gradients for fp32 results, (grad_a, grad_b) of ``silu(a) * b`` given its output's
-    gradient g, as eager's autograd computes them through the reference in fp32
-    (references/_activations.py: ``a * sigmoid(a)``, the sigmoid ``1 / (1 + exp(-a))`` where
-    a >= 0, else ``exp(a) / (1 + exp(a))``): every product, quotient and sum rounded to fp32 where
-    eager's kernels round it, CUDA's expf, IEEE divisions, and each sum of two products an IEEE
-    add, not contracted into an fma. With ``g_s = (g * b) * a``, the gradient reaching the
-    sigmoid: ``(g_s * (r * r)) * exp(-a)`` through the reciprocal r where a >= 0, and
-    ``(g_s / d - g_s * ((e / d) / d)) * e`` through the quotient (``e = exp(a)``, ``d = 1 + e``)
-    elsewhere, added to ``(g * b) * sigmoid(a)``. On the GPU, eager's gradients bit for bit; under
-    the interpreter exp is the fp64 evaluation rounded to fp32.
-
-    glu's fp32 SwiGLU backward takes it, where the fp64 slope bound it by the fp64 lanes (0.91-0.92x
-    torch.compile's forward+backward on an H200, benchmarks/results/2026-11-29-h200-32 call 3)."""
-    positive = a >= 0
-    ex = _exp_as_eager(-tl.where(positive, a, 0.0))
-    r = tl.math.div_rn(tl.full(a.shape, 1.0, tl.float32), ex + 1.0)
-    e = _exp_as_eager(tl.where(positive, 0.0, a))
-    d = e + 1.0
-    s = tl.where(positive, r, tl.math.div_rn(e, d))
-    g_silu = g * b
-    g_s = g_silu * a
-    through_r = (g_s * (r * r)) * ex
-    through_q = _add_as_eager(tl.math.div_rn(g_s, d), -(g_s * tl.math.div_rn(tl.math.div_rn(e, d), d))) * e
-    return _add_as_eager(g_silu * s, tl.where(positive, through_r, through_q)), g * (a * s)
-
-
-@triton.jit
-def _add_as_eager(x, y):
-    """x + y in fp32 as an eager add: on the GPU libdevice's IEEE add, which the compiler does not
-    contract with a product before it into an fma (eager rounds the product first); the
-    interpreter's numpy add never contracts."""
     if _LIBDEVICE:
-        return libdevice.add_rn(x, y)
+        return libdevice.add_rn(from_erfc, from_value)
     else:
-        return x + y
+        return from_erfc + from_value
 
 
 @triton.jit

@@ -15,10 +15,8 @@ backward (read a, b and grad; write both gradients, from act(a) and act'(a) comp
 tiling: bitwise reproducible. Arithmetic in fp32. fp32 results: SwiGLU's forward is ``F.silu``'s own
 fp32 computation times b in fp32 (``_activations.silu_as_eager``, memory-bound, on the fp32-math
 tile); GEGLU's forward multiplies in fp64 (the tanh form's activation in fp64, the exact form's
-value eager's fp32 ``gelu_as_eager``). The backward of SwiGLU and of exact GEGLU is eager's
-autograd through the reference in fp32 (``_activations.swiglu_grads_as_eager``,
-``gelu_grad_as_eager``: eager's gradients bit for bit on the GPU, fp32 arithmetic); the tanh
-form's evaluates its slope in fp64 (``kernels/_activations.py`` says why).
+value eager's fp32 ``gelu_as_eager``), and every backward evaluates the slope in fp64
+(``kernels/_activations.py`` says why).
 """
 
 from __future__ import annotations
@@ -68,27 +66,15 @@ def _glu_bwd_kernel(
     # grad_a and grad_b are dense rows of grad_row_stride elements: N for two separate tensors,
     # 2N for the two halves of the packed form's grad_x (gb_ptr then points N elements on).
     rows, cols, mask = _rows.tile(ROWS, BLOCK, n_rows, n_cols)
+    a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
+    b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
+    g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
+    # With PRECISE act and slope are fp64 and so are these products (slope first, so that g * b
+    # is not rounded to fp32 on the way): each gradient is rounded once, at its store.
+    act, slope = _activations.activate_with_slope(a, ACT, PRECISE)
     dense = _rows.dense_offsets(rows, cols, grad_row_stride)
-    if PRECISE and ACT != "gelu_tanh":  # fp32 SwiGLU and exact GEGLU: eager's fp32 gradients
-        a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, False)
-        b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, False)
-        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, False)
-        if ACT == "silu":
-            ga, gb = _activations.swiglu_grads_as_eager(a, b, g)
-        else:  # gelu(a) * b: gelu's input gradient is g * b through gelu's chain
-            ga = _activations.gelu_grad_as_eager(a, g * b)
-            gb = g * _activations.gelu_as_eager(a)
-        tl.store(ga_ptr + dense, ga, mask=mask)
-        tl.store(gb_ptr + dense, gb, mask=mask)
-    else:
-        a = _rows.load_tile(a_ptr, rows, cols, mask, a_inner, a_so, a_si, PRECISE)
-        b = _rows.load_tile(b_ptr, rows, cols, mask, b_inner, b_so, b_si, PRECISE)
-        g = _rows.load_tile(g_ptr, rows, cols, mask, g_inner, g_so, g_si, PRECISE)
-        # With PRECISE act and slope are fp64 and so are these products (slope first, so that g * b
-        # is not rounded to fp32 on the way): each gradient is rounded once, at its store.
-        act, slope = _activations.activate_with_slope(a, ACT, PRECISE)
-        tl.store(ga_ptr + dense, _rows.cast_for_store(slope * b * g, ga_ptr), mask=mask)
-        tl.store(gb_ptr + dense, _rows.cast_for_store(act * g, gb_ptr), mask=mask)
+    tl.store(ga_ptr + dense, _rows.cast_for_store(slope * b * g, ga_ptr), mask=mask)
+    tl.store(gb_ptr + dense, _rows.cast_for_store(act * g, gb_ptr), mask=mask)
 
 
 def _launch_grid(layout: _rows.RowLayout, dtype: torch.dtype, backward: bool, activation: str):

@@ -17,7 +17,7 @@ ACTIVATIONS = {
     "_erfc: if _LIBDEVICE:":
         "libdevice (CUDA's erfcf, what torch.erfc runs on the GPU) exists only on a GPU; the interpreter "
         "takes the fp64 evaluation of the same function",
-    "_add_as_eager: if _LIBDEVICE:":
+    "gelu_grad_as_eager: if _LIBDEVICE:":
         "libdevice's uncontracted add (what keeps eager's two roundings apart) exists only on a GPU; the "
         "interpreter's numpy add never fuses into an fma",
     "_exp_as_eager: if _LIBDEVICE:":

@@ -80,19 +80,6 @@ def _gelu_grad_as_eager_kernel(zg_ptr, out_ptr, n2, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _swiglu_grads_as_eager_kernel(abg_ptr, ga_ptr, gb_ptr, n3, BLOCK: tl.constexpr):
-    """abg: a's n values, then b's, then g's; the gradients go to the outputs' first n."""
-    n = n3 // 3
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    a = tl.load(abg_ptr + offs, mask=offs < n, other=0.0)
-    b = tl.load(abg_ptr + n + offs, mask=offs < n, other=0.0)
-    g = tl.load(abg_ptr + 2 * n + offs, mask=offs < n, other=0.0)
-    ga, gb = _activations.swiglu_grads_as_eager(a, b, g)
-    tl.store(ga_ptr + offs, ga, mask=offs < n)
-    tl.store(gb_ptr + offs, gb, mask=offs < n)
-
-
-@triton.jit
 def _silu_as_eager_kernel(z_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     z = tl.load(z_ptr + offs, mask=offs < n, other=0.0)
@@ -318,45 +305,6 @@ def test_exact_gelu_gradient_of_fp32_results_is_eager_autograd_s():
     assert np.all(np.abs(got - eager) <= 2 * np.spacing(np.maximum(terms, FP32_TINY).astype(np.float32)))
     truth = autograd(wide, torch.from_numpy(g).double()).numpy()
     assert np.abs(got - truth).sum() <= np.abs(eager - truth).sum()
-
-
-def test_swiglu_gradients_of_fp32_results_are_eager_autograd_s():
-    """SwiGLU's fp32 gradients are eager's autograd through the reference (``silu(a) * b``, the
-    tail-stable sigmoid) in fp32 on the same device: bit for bit on the GPU, NaN where eager's are,
-    but for flushed subnormals (a subnormal exp(a) below a = -87.3 moves the result by less than
-    the least normal times the factors after it, ``|g b| (1 + |a|)``); under the interpreter, whose
-    exp is an fp64 stand-in, within two fp32 ulps of the CPU's gradients measured on the size of
-    their terms (grad_a's two cancel at silu's minimum), and no farther from the truth overall."""
-    a = np.concatenate([_POINTS_FOR_GELU * 6, [0.0, -0.0, -1.2784645, 88.0, -88.0, -100.0, -104.0, 1e30, -1e30,
-                                               np.inf, -np.inf]]).astype(np.float32)
-    rng = np.random.default_rng(7)
-    b, g = (rng.normal(0, 1, a.size).astype(np.float32) for _ in range(2))
-    got_a, got_b = (o[0] for o in _run(_swiglu_grads_as_eager_kernel, np.stack([a, b, g]), outputs=2,
-                                       out_dtype=torch.float32))
-
-    def autograd(at, bt, gt):
-        at, bt = at.clone().requires_grad_(True), bt.clone().requires_grad_(True)
-        (ref.silu(at) * bt).backward(gt)
-        return at.grad, bt.grad
-
-    device = kernel_device_type()
-    eager_a, eager_b = (t.cpu().numpy() for t in autograd(*(torch.from_numpy(v).to(device) for v in (a, b, g))))
-    if not interpreting():
-        for got, eager in ((got_a, eager_a), (got_b, eager_b)):
-            flushed = np.abs(got - eager) <= FP32_TINY * np.abs(g * b) * (1 + np.abs(a))
-            np.testing.assert_array_equal(got[~flushed], eager[~flushed])
-        return
-    wide = [torch.from_numpy(v).double() for v in (a, b, g)]
-    truth_a, truth_b = (t.numpy() for t in autograd(*wide))
-    s = torch.sigmoid(wide[0]).numpy()
-    with np.errstate(invalid="ignore"):  # inf * 0 at a = +-inf, whose gradients are NaN (compared above)
-        terms = {"a": np.abs(g * b) * (s + np.abs(a) * s * (1 - s)), "b": np.abs(g * a * s)}
-    for name, got, eager, truth in (("a", got_a, eager_a, truth_a), ("b", got_b, eager_b, truth_b)):
-        finite = np.isfinite(eager)
-        np.testing.assert_array_equal(got[~finite], eager[~finite])
-        got, eager, truth, scale = got[finite], eager[finite], truth[finite], terms[name][finite]
-        assert np.all(np.abs(got - eager) <= 2 * np.spacing(np.maximum(scale, FP32_TINY).astype(np.float32))), name
-        assert np.abs(got - truth).sum() <= np.abs(eager - truth).sum(), name
 
 
 def test_silu_value_of_fp32_results_is_eager_f_silu_s():
