@@ -334,7 +334,7 @@ def _sign_interval(values: np.ndarray, confidence: float) -> tuple[float, float]
 # not, the host still changed, and by how much depends on the call: on the slow host of
 # benchmarks/results/2026-11-29-h200-32 (call 3) dropout-add-LayerNorm's forward at 32768 x 512
 # moved +1.3% in eager (GPU-bound) and +83.8% in torch.compile (host-bound), and the unchanged
-# kernel (host-bound) +62.8%, which a judgement as measured called a regression (26 such lines in
+# kernel (host-bound) +62.8%, which a judgement as measured called a regression (25 such lines in
 # that run). A wall line whose references moved apart is judged between their moves instead
 # (``decide_between_moves``).
 WALL_MAX_DRIFT = 1.0
@@ -345,19 +345,22 @@ def decide_between_moves(baseline_samples: Sequence[float], current_samples: Seq
                          ratios: Mapping[str, float]) -> tuple[Verdict, float | None, str]:
     """The verdict of a wall line whose references moved too far or apart to give one drift
     (``reference_drift`` says None): on a changed host each call's host cost moves by its own
-    amount, and the references' moves bracket what a host change does to calls like theirs. The
-    line is a regression only if it slowed beyond the reference that slowed most (its samples
-    divided by the largest ratio), an improvement only if it sped up beyond the one that slowed
-    least (divided by the smallest), and otherwise unchanged: a move within theirs is the host's.
+    amount, from not at all (a call the GPU bounds) to as far as the reference that moved most.
+    The line is a regression only if it slowed beyond the larger of 1 and the references' largest
+    ratio (its samples divided by it), an improvement only if it sped up beyond the smaller of 1
+    and their smallest ratio, and otherwise unchanged: a move within that span is the host's. So
+    a slower host never makes an unchanged line an improvement, nor a faster one a regression.
     Returns (the verdict, the divisor it was judged after or None, the sentence its reason adds)."""
     moves = ", ".join(f"{name} {_pct(r)}" for name, r in sorted(ratios.items()))
-    low, high = min(ratios.values()), max(ratios.values())
+    low, high = min(1.0, *ratios.values()), max(1.0, *ratios.values())
     slower = decide(baseline_samples, [t / high for t in current_samples], rule)
+    if slower.verdict == "insufficient-data":
+        return slower, None, ""
     if slower.verdict == "regression":
-        return slower, high, f"slower beyond the references' largest move (x{high:.3f}: {moves} against their baselines)"
+        return slower, high, f"slower beyond the span of the references' moves (x{high:.3f}: {moves} against their baselines)"
     faster = decide(baseline_samples, [t / low for t in current_samples], rule)
     if faster.verdict == "improvement":
-        return faster, low, f"faster beyond the references' smallest move (x{low:.3f}: {moves} against their baselines)"
+        return faster, low, f"faster beyond the span of the references' moves (x{low:.3f}: {moves} against their baselines)"
     measured = decide(baseline_samples, current_samples, rule)
     about = (f"as measured, within the references' moves ({moves} against their baselines), which the host's "
              "change explains")

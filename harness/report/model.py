@@ -51,7 +51,9 @@ _BENCHMARK, _BENCHMARK_OPTIONAL = benchmark_schema()
 _REGRESSION = {"key": str, "spec": str, "implementation": str, "verdict": RECORDED_VERDICTS, "ratio": _OPT_NUM,
                "ci_low": _OPT_NUM, "ci_high": _OPT_NUM, "p_value": _OPT_NUM, "baseline_median_ms": _OPT_NUM,
                "median_ms": _OPT_NUM, "reason": str}
-# Added within version 1: the machine drift divided out of a verdict (harness.regression)
+# Added within version 1: what a verdict's samples were divided by (harness.regression): the
+# machine's drift, or for a wall line whose references moved apart the end of their span it was
+# judged beyond (None: judged as measured)
 _REGRESSION_OPTIONAL = {"drift": _OPT_NUM, "figure": FIGURES}
 _TOP = {"schema": str, "version": int, "run": dict, "verification": list, "verification_cost": dict,
         "performance_measured": bool, "performance_note": str, "roofline": "object|null", "benchmarks": list,

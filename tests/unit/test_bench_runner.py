@@ -422,16 +422,32 @@ _APART = {"eager": 1.013, "compile": 1.838}
     (1.628, _APART, "unchanged", None),  # between the references' moves: the host's
     (2.10, _APART, "unchanged", None),  # beyond the largest move, by less than the 25% minimum effect
     (2.40, _APART, "regression", 1.838),  # beyond the largest by 31%
-    (0.75, _APART, "improvement", 1.013),  # 26% faster than the smallest move
+    (0.75, _APART, "improvement", 1.0),  # 25% faster than where it was (a slower host cannot make it faster)
     (2.30, {"eager": 2.5, "compile": 2.2}, "unchanged", None),  # both moved too far to be drift; the kernel with them
-    (1.00, {"eager": 2.5, "compile": 2.2}, "improvement", 2.2),
+    (1.00, {"eager": 2.5, "compile": 2.2}, "unchanged", None),  # a slower host leaves a GPU-bound call where it was
+    (0.70, {"eager": 2.5, "compile": 2.2}, "improvement", 1.0),  # but cannot make one faster
+    (1.00, {"eager": 0.45, "compile": 0.40}, "unchanged", None),  # a faster host, the kernel GPU-bound
+    (1.30, {"eager": 0.45, "compile": 0.40}, "regression", 1.0),
+    (1.00, {"eager": 2.5}, "unchanged", None),  # one reference, moved too far
+    (0.35, {"eager": 0.45, "compile": 0.40}, "unchanged", None),  # faster with the host, a little past compile
+    (0.30, {"eager": 0.45, "compile": 0.40}, "improvement", 0.40),  # 25% past the reference that moved most
 ])
 def test_a_wall_line_whose_references_moved_apart_is_judged_against_their_moves(kernel_ms, reference_ms, verdict,
                                                                                divisor):
     v = _run_figure("wall", kernel_ms, reference_ms)
     assert v["verdict"] == verdict, v["reason"]
     assert v["drift"] == pytest.approx(divisor) if divisor is not None else v["drift"] is None
-    assert ("within the references' moves" if divisor is None else "beyond the references'") in v["reason"]
+    assert ("within the references' moves" if divisor is None else "beyond the span of the references' moves") \
+        in v["reason"]
+
+
+def test_a_wall_line_with_too_few_samples_says_so_whatever_its_references_did():
+    records = [{"key": f"s/forward/n=1/float16/wall/{impl}", "spec": "s", "implementation": impl, "figure": "wall",
+                "median_ms": ms, "samples_ms": _timings(ms, n)} for impl, ms, n in (("triton", 2.0, 1), *(
+                    (name, r, 40) for name, r in _APART.items()))]
+    baseline = {r["key"]: {"samples_ms": _timings(1.0), "median_ms": 1.0} for r in records}
+    (v,) = judge(records, baseline, None)
+    assert v["verdict"] == "insufficient-data" and "moves" not in v["reason"], v["reason"]
 
 
 def test_a_device_line_whose_references_moved_apart_is_still_judged_as_measured():
