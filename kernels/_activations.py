@@ -6,8 +6,9 @@ Triton's CPU interpreter: no libdevice calls (they fail in the interpreter), no 
 tensors on the left of global constants (``constexpr * tensor`` fails in the interpreter). The
 exceptions take a stand-in under the interpreter: the reciprocal (``_rows.reciprocal_moderate``:
 on the GPU a single ``rcp.approx`` instruction, fp32 for the fast path or its fp64 form refined
-with PRECISE; a division under the interpreter), and erfcf in exact gelu's fp32 value
-(:func:`_erfc`).
+with PRECISE; a division under the interpreter), erfcf and expf in exact gelu's fp32 value and
+gradient (:func:`_erfc`, :func:`_exp_as_eager`: fp64 evaluations rounded to fp32), and the
+gradient's uncontracted add (libdevice's ``add_rn``; numpy's add never contracts).
 
 ``ACT`` names the activation (a ``tl.constexpr`` string, so each kernel is compiled for one).
 ``PRECISE`` (constexpr) is set by kernels that store fp32: the activation is then evaluated in
@@ -215,10 +216,11 @@ def gelu_as_eager(z):
     """Exact GELU's value for fp32 results, as eager computes the reference in fp32:
     ``(z / 2) erfc(z * -sqrt(1/2))`` with z rounded to fp32 (an exact fp64 sum rounds as eager's
     fp32 add does), the argument rounded as eager's multiply rounds it, and CUDA's erfcf, which is
-    what torch.erfc runs: on the GPU, eager's value bit for bit, in fp32 arithmetic.
+    what torch.erfc runs: on the GPU, eager's value bit for bit but for flushed subnormals, in fp32
+    arithmetic.
 
-    It is one of the two fp32 values here not evaluated in fp64 (:func:`silu_as_eager` is the
-    other). In fp64 (erfc's polynomial, an exp, a reciprocal: 54 fp64 slots an element)
+    It is one of the three fp32 results here not evaluated in fp64 (:func:`silu_as_eager` and
+    :func:`gelu_grad_as_eager` are the others). In fp64 (erfc's polynomial, an exp, a reciprocal: 54 fp64 slots an element)
     bias-GELU's fp32 forward is bound by the fp64 lanes (64 an SM on an H100), well below copy
     bandwidth; in eager's form it runs near copy bandwidth on an H100 (docs/performance.md).
     Rounded as eager rounds, the tail's amplified roundings (z's, the argument's) are eager's own,
@@ -260,7 +262,8 @@ def gelu_grad_as_eager(z, g):
     derivative ``((exp(-(t * t)) * -2/sqrt(pi)) * (g * (z * 0.5))) * -sqrt(1/2)``, each product
     rounded to fp32 where eager's kernels round it, CUDA's erfcf and expf, and the two branches
     added as autograd adds them (an IEEE add, not contracted into an fma with the product before
-    it). On the GPU that is eager's gradient bit for bit; under the interpreter erfc and exp are
+    it). On the GPU that is eager's gradient bit for bit but for flushed subnormals (the kernel
+flushes a subnormal value or product to zero); under the interpreter erfc and exp are
     the fp64 evaluations rounded to fp32.
 
     Bias-GELU's fp32 backward takes it: the fp64 slope (:func:`gelu_and_slope`, 42 fp64 slots an

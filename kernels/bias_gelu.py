@@ -23,7 +23,8 @@ form's fp32 results are: the forward value is eager's fp32 computation
 bit for bit on the GPU, at 98% of a copy's bandwidth on an H100 on its own fp32-arithmetic tile,
 where the fp64 form is bound by the fp64 lanes (on an H200, whose memory is faster, erfcf bounds
 it, at 87% of a copy on a tile of its own); and grad_x is eager's autograd through the reference
-in fp32 (``_activations.gelu_grad_as_eager``, erfcf and expf), bit for bit on the GPU, where the
+in fp32 (``_activations.gelu_grad_as_eager``, erfcf and expf), bit for bit on the GPU but for
+flushed subnormals, where the
 fp64 slope bound the backward by the fp64 lanes. The tiling is every elementwise kernel's
 (``_rows.elementwise_limits``): blocks of up to 1024 columns,
 several short rows a program, forward programs in column-block order (``_rows.tile``), strided
