@@ -13,22 +13,27 @@ is not invertible from its output) and writes ``grad_x = grad * gelu'(z)`` in on
 which ``kernels/_partials.py`` adds (no atomics: bitwise reproducible; rounded once at the end).
 
 Arithmetic in fp32 for 16-bit results, with the fast exp/div/erfc (their errors stay ~1e-5
-relative, far below a 16-bit ulp). fp32 results (``PRECISE``) of the tanh form form
-``z = x + bias`` exactly in fp64 and evaluate the value and slope there: rounding z to fp32 first
-costs up to ~2 ulp of the result in gelu's negative tail (z = -2.18: 2.01 ulp, the exact function
-at the rounded z), where eager's error at that element can be far smaller (the rounded z alone
-reaches 2.05x eager's envelope there), unless the rest is eager's own computation too. The exact
-form's fp32 results are: the forward value is eager's fp32 computation
-(``_activations.gelu_as_eager``: z rounded as eager's add rounds it, CUDA's erfcf), eager's value
-bit for bit on the GPU, at 98% of a copy's bandwidth on an H100 on its own fp32-arithmetic tile,
-where the fp64 form is bound by the fp64 lanes (on an H200, whose memory is faster, erfcf bounds
-it, at 87% of a copy on a tile of its own); and grad_x is eager's autograd through the reference
-in fp32 (``_activations.gelu_grad_as_eager``, erfcf and expf), bit for bit on the GPU but for
-flushed subnormals, where the
-fp64 slope bound the backward by the fp64 lanes. The tiling is every elementwise kernel's
-(``_rows.elementwise_limits``): blocks of up to 1024 columns,
-several short rows a program, forward programs in column-block order (``_rows.tile``), strided
-leading dimensions read in place.
+relative, far below a 16-bit ulp).
+
+fp32 results (``PRECISE``) of the tanh form build ``z = x + bias`` exactly in fp64 and evaluate
+the value and the slope there: rounding z to fp32 first costs up to ~2 ulp of the result in
+gelu's negative tail (z = -2.18: 2.01 ulp, the exact function at the rounded z), where eager's
+error at that element can be far smaller (the rounded z alone reaches 2.05x eager's envelope
+there), unless everything after it is eager's own computation too. That is what the exact form
+does for fp32 results, in fp32 arithmetic:
+
+* the forward value is eager's (``_activations.gelu_as_eager``: z rounded as eager's add rounds
+  it, CUDA's erfcf), at 98% of a copy's bandwidth on an H100 on its own fp32-arithmetic tile,
+  where the fp64 form was bound by the fp64 lanes (on an H200, whose memory is faster, erfcf
+  bounds it, at 87% of a copy on a tile of its own);
+* grad_x is eager's autograd through the reference (``_activations.gelu_grad_as_eager``: erfcf,
+  expf, an uncontracted add), where the fp64 slope bound the backward by the fp64 lanes.
+
+Both are eager's bits on the GPU but for flushed subnormals.
+
+The tiling is every elementwise kernel's (``_rows.elementwise_limits``): blocks of up to 1024
+columns, several short rows a program, forward programs in column-block order (``_rows.tile``),
+strided leading dimensions read in place.
 """
 
 from __future__ import annotations
