@@ -53,7 +53,10 @@ def call_custom_op() -> bool:
     rather than its eager path: while ``torch.compile`` traces it, or inside
     :func:`custom_ops_routed` (the harness's opcheck check records the custom ops a call makes
     there). An entry point whose eager path is already its custom op need not ask."""
-    return _ROUTED[0] > 0 or torch.compiler.is_compiling()
+    return _ROUTED[0] > 0 or _is_compiling()
+
+
+_is_compiling = torch.compiler.is_compiling  # bound once: every kernel call asks (Dynamo knows the function)
 
 
 @contextlib.contextmanager

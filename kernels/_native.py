@@ -29,7 +29,9 @@ gradients) as two :class:`Builder` recordings, made once from the launchers that
 makes) or :func:`run` (no graph), each allocating, packing the kernels' arguments and calling
 ``cuLaunchKernel`` on the current stream. An op's :class:`Entry` finds the program of a call
 signature seen before in C++, ahead of the entry point's Python checks: such a call costs one
-Python line (whether the native path is on) and the C++.
+Python line (whether Dynamo traces it or the harness routes it to the custom op) and the C++,
+entered as a builtin function (Python's fast calling convention, no pybind11 dispatch) that asks
+itself whether the native path is on.
 
 The launch is the one Triton's launcher makes: the kernel's non-constexpr arguments in order,
 then its scratch pointers (null: a kernel that needs scratch memory, several CTAs, PDL or a
@@ -78,7 +80,8 @@ _CONST = {"i1": CONST_I8, "i8": CONST_I8, "i32": CONST_I32, "i64": CONST_I64, "u
 _FLOAT_ARG = {"fp32": FLOAT_F32, "fp64": FLOAT_F64}
 _INT_ARG = {"i32": INT_I32, "i64": INT_I64, "u64": INT_U64}
 
-_STATE: list = []  # [module or None], decided once per process
+_STATE: list = []  # [module or None, Triton's runtime knobs or None], decided once per process; the
+# entries' C++ functions read this list object (tests switch the path off in place: _STATE[:] = [None])
 
 
 class Unsupported(Exception):
@@ -95,14 +98,20 @@ def enabled() -> bool:
     """Whether calls may take the native path here: not under the interpreter, not turned off by
     ``HARNESS_NATIVE=0``, the extension built and loaded (a failed build warns once), and no
     Triton launch hook installed (a profiler such as Proton watches launches through them, and
-    only Triton's own launcher calls them)."""
+    only Triton's own launcher calls them).
+
+    Every call of every op asks this first, so it is written flat: ``_launch._hooked``'s test
+    inline, no call below it once the state is known (about a quarter of a microsecond less)."""
     if not _STATE:
         _STATE.append(_load())
         _STATE.append(_triton_runtime_knobs() if _STATE[0] is not None else None)
     if _STATE[0] is None:
         return False
     runtime = _STATE[1]
-    return runtime is None or not (_launch._hooked(runtime.launch_enter_hook) or _launch._hooked(runtime.launch_exit_hook))
+    if runtime is None:
+        return True
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    return not ((enter is not None and getattr(enter, "calls", True)) or (leave is not None and getattr(leave, "calls", True)))
 
 
 def _triton_runtime_knobs() -> Any:
@@ -336,7 +345,11 @@ class Entry:
     (``floats``: one ``(minimum, index of that tensor or None)`` per float). Ints are taken as
     given: an op whose program or checks depend on an int's value cannot use an entry.
 
-    Call only where :func:`enabled` holds; the entry is built at the first call. It is one of the
+    Where :func:`enabled` does not hold, ``entry.call`` returns None: the entry point's Python need
+    not ask (an entry point asks only ``kernels._ops.route()`` first, which Dynamo must see). The
+    entry is built at the first call that finds the native path on; from then on ``entry.call`` is
+    a builtin function (no pybind11 dispatch) that asks what :func:`enabled` asks in C++, reading
+    the same ``_STATE`` list (changed in place, never replaced). It is one of the
     plan tables that ``kernels._launch.forget_plans`` empties, and starts afresh at
     ``_launch.PLAN_LIMIT`` signatures, as they do."""
 
@@ -351,11 +364,12 @@ class Entry:
     def _built(self) -> Any:
         if self._entry is None:
             self._entry = module().Entry(*self._shape)
-            self.call = self._entry  # later calls go straight to C++
+            # later calls go straight to C++ (a builtin function), which asks what enabled() asks
+            self.call = self._entry.function(_STATE)
         return self._entry
 
     def _first_call(self, *args: object) -> Any:
-        return self._built()(*args)
+        return self._built()(*args) if enabled() else None
 
     def remember(self, tensors: Sequence[torch.Tensor | None], prog: Any) -> None:
         """Record ``prog`` (a program, or :data:`NOT_SERVED`) for the signature of ``tensors``."""

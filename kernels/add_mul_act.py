@@ -483,7 +483,7 @@ def add_mul_act(
     Raises TypeError for a non-tensor, an unsupported or mismatched dtype, or a non-numeric alpha;
     ValueError for a wrong shape, device, a non-finite alpha or an unknown activation.
     """
-    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+    if not _ops.route():  # a signature seen before, the native path on: its program, run in C++
         entry = _ENTRIES.get(activation) if type(activation) is str else None
         out = entry.call(x, y, bias, alpha) if entry is not None else None
         if out is not None:

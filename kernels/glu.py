@@ -334,7 +334,7 @@ def glu(a: torch.Tensor, b: torch.Tensor, activation: str = "silu") -> torch.Ten
     Raises TypeError for a non-tensor or an unsupported or mismatched dtype; ValueError for a
     wrong shape or device or an unknown activation.
     """
-    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+    if not _ops.route():  # a signature seen before, the native path on: its program, run in C++
         entry = _ENTRIES.get(activation) if type(activation) is str else None
         out = entry.call(a, b) if entry is not None else None
         if out is not None:

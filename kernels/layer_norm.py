@@ -93,7 +93,7 @@ def layer_norm(
     Raises TypeError for a non-tensor, an unsupported or mismatched dtype or a non-numeric eps;
     ValueError for a wrong shape or device, or an eps that is negative or not finite.
     """
-    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+    if not _ops.route():  # a signature seen before, the native path on: its program, run in C++
         y = _norm_native.LAYER_NORM.call(x, weight, bias, eps, 0.0)
         if y is not None:
             return y

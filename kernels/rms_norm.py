@@ -100,7 +100,7 @@ def rms_norm(
     scalar; ValueError for a wrong shape or device, a negative or non-finite eps, a non-finite
     weight_offset, or a weight_offset without a weight.
     """
-    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+    if not _ops.route():  # a signature seen before, the native path on: its program, run in C++
         y = _norm_native.RMS_NORM.call(x, weight, None, eps, weight_offset)
         if y is not None:
             return y

@@ -393,7 +393,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     Raises TypeError for a non-tensor or an unsupported dtype, ValueError for a 0-d tensor or a
     tensor on the wrong device.
     """
-    if not _ops.route() and _native.enabled():  # a signature seen before: its program, run in C++
+    if not _ops.route():  # a signature seen before, the native path on: its program, run in C++
         y = _ENTRY.call(x)
         if y is not None:
             return y

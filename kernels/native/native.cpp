@@ -20,6 +20,7 @@
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/Exceptions.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <dlfcn.h>
@@ -121,19 +122,33 @@ void check(const Driver& cuda, CUresult status, const char* what, const std::str
 // a thread that has made none (autograd's device thread, whose allocations hit the caching
 // allocator's cache) may have no current context; the driver API needs one. Triton's kernels are
 // loaded into the primary context.
+//
+// A thread remembers the last context it found current for a device, so a call whose current
+// context is that one costs one driver call (cuCtxGetCurrent, a thread-local read), not three.
+struct KnownContext {
+  c10::DeviceIndex device = -1;
+  void* context = nullptr;
+};
+thread_local KnownContext known_context;
+
 void ensure_context(const Driver& cuda, const c10::Device& device) {
-  int wanted = 0;
-  check(cuda, cuda.device_get(&wanted, device.index()), "finding", "the device");
   void* context = nullptr;
   check(cuda, cuda.ctx_get_current(&context), "reading", "the current context");
+  if (context != nullptr && context == known_context.context && device.index() == known_context.device) return;
+  int wanted = 0;
+  check(cuda, cuda.device_get(&wanted, device.index()), "finding", "the device");
   if (context != nullptr) {
     int current = -1;
     check(cuda, cuda.ctx_get_device(&current), "reading", "the context's device");
-    if (current == wanted) return;
+    if (current == wanted) {
+      known_context = KnownContext{device.index(), context};
+      return;
+    }
   }
   // retained once per thread and device for the process's life, as the runtime does
   check(cuda, cuda.primary_ctx_retain(&context, wanted), "retaining", "the primary context");
   check(cuda, cuda.ctx_set_current(context), "setting", "the current context");
+  known_context = KnownContext{device.index(), context};
 }
 
 void* current_stream(const c10::Device& device) {
@@ -352,12 +367,25 @@ auto self_pointer(N* node, long) -> decltype(node->shared_from_this()) {
   return node->shared_from_this();
 }
 
+// Row `row` of a 2-d tensor as a tensor over the same storage, made as ATen's
+// alias_with_sizes_and_strides makes one: no dispatch and none of autograd's view bookkeeping
+// (Tensor::select costs both), which a gradient the node returns does not need.
+at::Tensor row_of(const at::Tensor& t, int64_t row) {
+  FKH_REQUIRE(t.dim() == 2 && row >= 0 && row < t.size(0), "row ", row, " of a tensor of ", t.dim(), " dimensions");
+  at::Tensor out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()),
+                                                            t.key_set(), t.dtype());
+  const int64_t size = t.size(1), stride = t.stride(1);
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(c10::IntArrayRef(size), c10::IntArrayRef(stride),
+                                                   t.storage_offset() + row * t.stride(0));
+  return out;
+}
+
 variable_list NativeNode::apply(variable_list&& grads) {
   std::lock_guard<std::mutex> lock(mutex);
   const Program& program = *forward->backward;
   const NodePtr self = self_pointer(this, 0);
   std::vector<at::Tensor> slots;
-  slots.reserve(program.given);
+  slots.reserve(program.given + program.allocs.size());
   // a released variable raises autograd's own error (a second backward without retain_graph)
   for (const auto& variable : saved) slots.push_back(variable.unpack(self));
   FKH_REQUIRE(slots.size() == program.saved_dtypes.size(), "a backward given ", slots.size(),
@@ -388,7 +416,7 @@ variable_list NativeNode::apply(variable_list&& grads) {
     if (slot < 0) {
       result.emplace_back();
     } else {
-      result.push_back(program.rows[i] < 0 ? slots[slot] : slots[slot].select(0, program.rows[i]));
+      result.push_back(program.rows[i] < 0 ? slots[slot] : row_of(slots[slot], program.rows[i]));
     }
   }
   // create_graph=True with gradients that need gradients: the kernels' gradients have no graph
@@ -431,9 +459,11 @@ void refuse_dual(const std::vector<at::Tensor>& inputs) {
 }
 
 // A call with no graph to record: the forward program alone, given its inputs (undefined: None).
+// `duals_checked`: the caller has refused dual tensors already (an Entry's signature() does).
 std::vector<at::Tensor> run_given(const ProgramPtr& program, std::vector<at::Tensor> slots,
-                                  const std::vector<double>& floats, const std::vector<int64_t>& ints) {
-  refuse_dual(slots);
+                                  const std::vector<double>& floats, const std::vector<int64_t>& ints,
+                                  bool duals_checked = false) {
+  if (!duals_checked) refuse_dual(slots);
   program->run(slots, floats, ints, call_device(slots));
   std::vector<at::Tensor> outputs;
   outputs.reserve(program->outputs.size());
@@ -445,21 +475,22 @@ std::vector<at::Tensor> run_given(const ProgramPtr& program, std::vector<at::Ten
 // None): the forward program run, then a NativeNode whose edges are the given inputs' and whose
 // inputs are the forward's outputs (a non-differentiable one's is undefined), as eager's
 // generated code records an op.
-std::vector<at::Tensor> apply_given(const ProgramPtr& program, const std::vector<at::Tensor>& inputs,
-                                    const std::vector<double>& floats, const std::vector<int64_t>& ints) {
+std::vector<at::Tensor> apply_given(const ProgramPtr& program, std::vector<at::Tensor> slots,
+                                    const std::vector<double>& floats, const std::vector<int64_t>& ints,
+                                    bool duals_checked = false) {
   FKH_REQUIRE(program->backward, "apply() needs a program with a backward");
-  FKH_REQUIRE(program->backward->outputs.size() == inputs.size(), "a program of ",
-              program->backward->outputs.size(), " inputs given ", inputs.size());
-  refuse_dual(inputs);
-  std::vector<at::Tensor> slots = inputs;
+  const size_t given = slots.size();  // the inputs: the program appends its allocations after them
+  FKH_REQUIRE(program->backward->outputs.size() == given, "a program of ", program->backward->outputs.size(),
+              " inputs given ", given);
+  if (!duals_checked) refuse_dual(slots);
   program->run(slots, floats, ints, call_device(slots));
   auto node = MakeNode<NodePtr, NativeNode>::make();
   std::vector<at::Tensor> edges;
-  edges.reserve(inputs.size());
-  node->present.reserve(inputs.size());
-  for (const auto& t : inputs) {
-    node->present.push_back(t.defined());
-    if (t.defined()) edges.push_back(t);
+  edges.reserve(given);
+  node->present.reserve(given);
+  for (size_t i = 0; i < given; ++i) {
+    node->present.push_back(slots[i].defined());
+    if (slots[i].defined()) edges.push_back(slots[i]);
   }
   node->set_next_edges(torch::autograd::collect_next_edges(edges));
   node->forward = program;
@@ -562,6 +593,7 @@ bool signature(PyObject* const* args, int64_t count, std::vector<int64_t>& key, 
 // holds and the scalars, and the scalars' checks are repeated here: finite, at least `float_min`,
 // and 0 where `float_needs` names a tensor argument that is None.
 struct Entry {
+  static constexpr int64_t kSlotsAhead = 8;  // room for a program's allocations in the call's slots
   int64_t tensors = 0;
   std::vector<double> float_min;
   std::vector<int64_t> float_needs;
@@ -573,10 +605,13 @@ struct Entry {
   size_t arity() const { return static_cast<size_t>(tensors) + float_min.size() + static_cast<size_t>(ints); }
 
   pybind11::object call(const pybind11::args& args) const {
-    if (args.size() != arity()) return pybind11::none();
-    PyObject* const* items = &PySequence_Fast_ITEMS(args.ptr())[0];
+    return call(&PySequence_Fast_ITEMS(args.ptr())[0], args.size());
+  }
+
+  pybind11::object call(PyObject* const* items, size_t nargs) const {
+    if (nargs != arity()) return pybind11::none();
     std::vector<double> floats;
-    floats.reserve(float_min.size());
+    if (!float_min.empty()) floats.reserve(float_min.size());
     for (size_t i = 0; i < float_min.size(); ++i) {
       PyObject* obj = items[tensors + i];
       double value;
@@ -596,7 +631,7 @@ struct Entry {
       floats.push_back(value);
     }
     std::vector<int64_t> int_values;
-    int_values.reserve(ints);
+    if (ints > 0) int_values.reserve(ints);
     for (int64_t i = 0; i < ints; ++i) {
       PyObject* obj = items[tensors + float_min.size() + i];
       if (!PyLong_CheckExact(obj)) return pybind11::none();
@@ -608,10 +643,11 @@ struct Entry {
       }
       int_values.push_back(value);
     }
-    std::vector<int64_t> key;
-    key.reserve(8 + 8 * tensors);
+    // the key's buffer is the thread's, reused from call to call (no allocation once it is grown)
+    thread_local std::vector<int64_t> key;
+    key.clear();
     std::vector<at::Tensor> given;
-    given.reserve(tensors);
+    given.reserve(tensors + kSlotsAhead);  // the program appends its allocations to the same vector
     bool grad = false;
     if (!signature(items, tensors, key, given, grad)) return pybind11::none();
     const auto found = programs.find(key);
@@ -620,8 +656,9 @@ struct Entry {
     FKH_REQUIRE(static_cast<bool>(program->backward) == grad, "a program recorded ",
                 program->backward ? "with" : "without", " a backward for a call that ", grad ? "records" : "records no",
                 " graph");
-    std::vector<at::Tensor> outputs = grad ? apply_given(program, given, floats, int_values)
-                                           : run_given(program, std::move(given), floats, int_values);
+    // signature() refused dual tensors (plain())
+    std::vector<at::Tensor> outputs = grad ? apply_given(program, std::move(given), floats, int_values, true)
+                                           : run_given(program, std::move(given), floats, int_values, true);
     if (single) return wrap(std::move(outputs.at(0)));
     pybind11::list result(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) result[i] = wrap(std::move(outputs[i]));
@@ -658,6 +695,103 @@ struct Entry {
     return true;
   }
 };
+
+// An Entry's call as a builtin function of Python's fast calling convention (METH_FASTCALL): its
+// arguments arrive as an array, with none of pybind11's dispatch (a tuple of the arguments, the
+// overload search, the conversion of `self`), which costs about what the rest of a small call's
+// C++ does before it launches. Exceptions become Python's as torch's own bindings raise them
+// (torch.OutOfMemoryError for an allocation that fails).
+//
+// The function also asks what kernels/_native.py's enabled() asks, from the same state (its
+// `_STATE` list: [the module or None, Triton's runtime knobs or None]), so that an entry point's
+// Python need not: the native path is on, and no Triton launch hook is installed (a hook is a
+// function, or a HookChain whose `calls` is not empty). Where it is off, the call returns None.
+struct EntryFunction {
+  const Entry* entry;
+  PyObject* owner;  // the Entry's Python object, kept alive
+  PyObject* state;  // kernels/_native.py's _STATE
+};
+
+constexpr const char* kEntryCapsule = "fkh_native.EntryFunction";
+
+// 1 where `runtime.<name>` is a hook that is set, 0 where not, -1 with a Python error
+int hooked(PyObject* runtime, PyObject* name) {
+  static PyObject* const calls_name = PyUnicode_InternFromString("calls");  // never freed
+  PyObject* hook = PyObject_GetAttr(runtime, name);
+  if (hook == nullptr) return -1;
+  if (hook == Py_None) {
+    Py_DECREF(hook);
+    return 0;
+  }
+  PyObject* calls = PyObject_GetAttr(hook, calls_name);
+  Py_DECREF(hook);
+  if (calls == nullptr) {  // a plain function (older Triton): set
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
+    return 1;
+  }
+  const int set = PyObject_IsTrue(calls);
+  Py_DECREF(calls);
+  return set;
+}
+
+// 1 where calls may take the native path, 0 where not, -1 with a Python error
+int native_on(PyObject* state) {
+  if (!PyList_Check(state) || PyList_GET_SIZE(state) < 1 || PyList_GET_ITEM(state, 0) == Py_None) return 0;
+  PyObject* runtime = PyList_GET_SIZE(state) > 1 ? PyList_GET_ITEM(state, 1) : Py_None;
+  if (runtime == Py_None) return 1;
+  static PyObject* const names[] = {PyUnicode_InternFromString("launch_enter_hook"),
+                                    PyUnicode_InternFromString("launch_exit_hook")};  // never freed
+  for (PyObject* name : names) {
+    const int set = hooked(runtime, name);
+    if (set != 0) return set < 0 ? -1 : 0;
+  }
+  return 1;
+}
+
+PyObject* entry_fastcall(PyObject* capsule, PyObject* const* args, Py_ssize_t nargs) {
+  try {
+    const auto* function = static_cast<const EntryFunction*>(PyCapsule_GetPointer(capsule, kEntryCapsule));
+    if (function == nullptr) return nullptr;
+    const int on = native_on(function->state);
+    if (on < 0) return nullptr;
+    if (on == 0) Py_RETURN_NONE;
+    return function->entry->call(args, static_cast<size_t>(nargs)).release().ptr();
+  } catch (const std::exception&) {
+    torch::translate_exception_to_python(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyMethodDef entry_fastcall_def = {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(entry_fastcall)),
+                                  METH_FASTCALL, "An Entry's call (kernels/_native.py)"};
+
+void release_entry_function(PyObject* capsule) {
+  auto* function = static_cast<EntryFunction*>(PyCapsule_GetPointer(capsule, kEntryCapsule));
+  if (function == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  Py_XDECREF(function->owner);
+  Py_XDECREF(function->state);
+  delete function;
+}
+
+// The function calling `entry` while `state` says the native path is on; it keeps both alive.
+pybind11::object entry_function(pybind11::object owner, pybind11::list state) {
+  auto* function = new EntryFunction{owner.cast<const Entry*>(), owner.inc_ref().ptr(), state.inc_ref().ptr()};
+  PyObject* capsule = PyCapsule_New(function, kEntryCapsule, release_entry_function);
+  if (capsule == nullptr) {
+    owner.dec_ref();
+    state.dec_ref();
+    delete function;
+    throw pybind11::error_already_set();
+  }
+  PyObject* callable = PyCFunction_NewEx(&entry_fastcall_def, capsule, nullptr);
+  Py_DECREF(capsule);  // the function holds it
+  if (callable == nullptr) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::object>(callable);
+}
 
 Entry make_entry(int64_t tensors, std::vector<double> float_min, std::vector<int64_t> float_needs, int64_t ints,
                  bool single, int64_t limit) {
@@ -745,7 +879,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("allocations", [](const fkh_native::Program& p) { return p.allocs.size(); });
   pybind11::class_<fkh_native::Entry>(m, "Entry")
       .def(pybind11::init(&fkh_native::make_entry))
-      .def("__call__", &fkh_native::Entry::call)
+      .def("__call__", pybind11::overload_cast<const pybind11::args&>(&fkh_native::Entry::call, pybind11::const_))
+      .def("function", &fkh_native::entry_function, pybind11::arg("state"),
+           "The entry's call as a builtin function of Python's fast calling convention, on while "
+           "`state` (kernels/_native.py's _STATE) says the native path is")
       .def("remember", &fkh_native::Entry::remember)
       .def("clear", [](fkh_native::Entry& e) { e.programs.clear(); })
       .def("__len__", [](const fkh_native::Entry& e) { return e.programs.size(); });

@@ -100,6 +100,19 @@ def test_the_switch_turns_the_native_path_off(monkeypatch):
     assert not _native.enabled()
 
 
+@pytest.mark.parametrize("enter, leave, on", [
+    (None, None, True), (types.SimpleNamespace(calls=[]), types.SimpleNamespace(calls=[]), True),
+    (types.SimpleNamespace(calls=[print]), None, False), (None, types.SimpleNamespace(calls=[print]), False),
+    (print, None, False),
+])
+def test_a_triton_launch_hook_turns_the_native_path_off(monkeypatch, enter, leave, on):
+    """A hook (a profiler's: a HookChain with calls, or a plain function) sees only launches through
+    Triton's launcher, so while one is installed every call takes that path."""
+    runtime = types.SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=leave)
+    monkeypatch.setattr(_native, "_STATE", [object(), runtime])
+    assert _native.enabled() is on
+
+
 @pytest.mark.parametrize("shape", [(7, 33), (2, 3, 64), (1, 1, 5), (0, 16), (4, 0, 2), (9,)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.bool])
 def test_an_allocation_s_layout_is_the_contiguous_tensor_s(shape, dtype):
@@ -376,18 +389,69 @@ def test_an_entry_is_built_at_its_first_call_then_called_directly_and_forgotten_
         def __len__(self):
             return len(self.programs)
 
+        def function(self, state):  # the C++ entry's call as a builtin function, reading state
+            assert state is _native._STATE
+            return self.__call__
+
     monkeypatch.setattr(_native, "_STATE", [types.SimpleNamespace(Entry=FakeEntry), None])
     monkeypatch.setattr(_launch, "_PLAN_TABLES", [])  # the fake entry is forgotten with the test
     entry = _native.Entry(2, floats=((0.0, None), (float("-inf"), 1)))
     assert made == [] and len(entry) == 0
     assert entry.call("x", "w", 1.0, 0.0) is None
     assert made == [(2, [0.0, float("-inf")], [-1, 1], 0, True, _launch.PLAN_LIMIT)]
-    assert isinstance(entry.call, FakeEntry), "later calls do not go straight to the C++ entry"
+    assert entry.call == entry._entry.__call__, "later calls do not go straight to the C++ entry's function"
     entry.remember(["a", "b", "c", "d"], "program")
     entry.remember(["a"], _native.NOT_SERVED)
     assert entry._entry.programs == {4: "program", 1: None}, "not served is recorded as None"
     _launch.forget_plans()
     assert len(entry) == 0
+
+
+@needs_gpu
+def test_a_recorded_signature_s_call_goes_through_triton_s_launcher_while_a_hook_is_installed():
+    """The entries' C++ functions ask what enabled() asks: with a launch hook installed, a
+    signature recorded before is launched through Triton's launcher, which calls the hook."""
+    from triton import knobs
+
+    from kernels.softmax import softmax
+
+    x = torch.randn(8, 64, device="cuda")
+    expected = softmax(x)  # records the signature
+    assert torch.equal(softmax(x), expected)  # runs from the entry
+    seen = []
+    hook = lambda *args, **kwargs: seen.append(1)  # noqa: E731 - a hook only counts
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        hooked = softmax(x)
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert seen, "the launch hook saw no launch: the call took the native path"
+    assert torch.equal(hooked, expected)
+    seen.clear()
+    softmax(x)
+    assert not seen
+
+
+@needs_gpu
+def test_an_entry_s_function_keeps_its_entry_alive_and_raises_torch_s_own_errors():
+    """The fast-call function (METH_FASTCALL, no pybind11 dispatch) holds its entry, returns None
+    for a signature with no program, and turns a C++ error into the exception torch's bindings
+    raise: here torch.OutOfMemoryError from an allocation no device has room for."""
+    import gc
+
+    x = torch.zeros(4, device="cuda")
+    entry = _native.module().Entry(1, [], [], 0, True, 8)
+    call = entry.function()
+    del entry
+    gc.collect()
+    assert call(x) is None, "a signature with no program runs something"
+    assert call(x, x) is None, "a call with more arguments than the entry takes runs something"
+    forward = _native.Builder(1, like=(x,))
+    huge = forward.empty((1 << 50,), torch.float32)
+    entry = _native.module().Entry(1, [], [], 0, True, 8)
+    entry.remember((x,), _native.program(forward, [huge]))
+    with pytest.raises(torch.OutOfMemoryError):
+        entry.function()(x)
 
 
 def _fast_ops():
