@@ -441,7 +441,7 @@ def test_an_entry_s_function_keeps_its_entry_alive_and_raises_torch_s_own_errors
 
     x = torch.zeros(4, device="cuda")
     entry = _native.module().Entry(1, [], [], 0, True, 8)
-    call = entry.function()
+    call = entry.function(_native._STATE)
     del entry
     gc.collect()
     assert call(x) is None, "a signature with no program runs something"
@@ -451,7 +451,7 @@ def test_an_entry_s_function_keeps_its_entry_alive_and_raises_torch_s_own_errors
     entry = _native.module().Entry(1, [], [], 0, True, 8)
     entry.remember((x,), _native.program(forward, [huge]))
     with pytest.raises(torch.OutOfMemoryError):
-        entry.function()(x)
+        entry.function(_native._STATE)(x)
 
 
 def _fast_ops():
