@@ -212,7 +212,9 @@ def benchmark_specs(specs: dict[str, KernelSpec], device: torch.device, quick: b
         recorded, unreadable = None, str(exc)
     regressions = judge(benchmarks, recorded, unreadable)
     update_error = None
-    if update_baseline:
+    if update_baseline and not benchmarks:  # interrupted or cut off before any shape was measured
+        update_error = "no benchmark was measured: no baseline recorded"
+    elif update_baseline:
         try:
             store.update(name, versions["torch"], versions["triton"],
                          {b["key"]: b for b in benchmarks}, commit=_commit(), force=force)

@@ -341,6 +341,30 @@ def test_an_interrupt_ends_the_sweep_but_keeps_what_was_measured(fake_clock):
     assert not_run == ["softmax {'rows': 2, 'cols': 24} float32", "softmax {'rows': 1, 'cols': 1} float32"]
 
 
+@pytest.mark.parametrize("measured", [0, 1])
+def test_an_interrupt_before_any_shape_records_no_baseline_and_keeps_the_run(monkeypatch, tmp_path, measured):
+    """A sweep stopped before its first record (a step's time limit during compile warm-up) says
+    why no baseline was recorded instead of failing the run; one record is recorded as usual."""
+    import harness.nightly as nightly
+
+    record = {"key": "softmax/forward/rows=2/float32/triton", "samples_ms": [1.0, 1.1, 0.9], "figure": "device"}
+
+    def stopped(*args, **kwargs):
+        raise runner.BenchInterrupted([record] * measured)
+
+    monkeypatch.setattr(nightly, "bench_spec", stopped)
+    monkeypatch.setattr(nightly, "measure", lambda index: None)
+    monkeypatch.setattr(nightly, "judge", lambda *args: [])
+    specs = {"softmax": load_specs()["softmax"]}
+    out = nightly.benchmark_specs(specs, torch.device("cpu"), True, tmp_path, True, lambda line: None)
+    assert out["bench_interrupted"] and len(out["benchmarks"]) == measured
+    written = list(tmp_path.glob("*.json"))
+    if measured:
+        assert out["baseline_update_error"] is None and len(written) == 1
+    else:
+        assert out["baseline_update_error"] == "no benchmark was measured: no baseline recorded" and written == []
+
+
 def test_the_compile_column_is_compiled_at_every_shape_past_dynamos_recompile_limit(monkeypatch):
     """dynamo keeps compiled entries per code object: without a reset per shape, the sixth shape
     (12 entries, past the limit of 8) would run eager under the "compile" name."""
