@@ -100,8 +100,10 @@ def enabled() -> bool:
     Triton launch hook installed (a profiler such as Proton watches launches through them, and
     only Triton's own launcher calls them).
 
-    Every call of every op asks this first, so it is written flat: ``_launch._hooked``'s test
-    inline, no call below it once the state is known (about a quarter of a microsecond less)."""
+    An op's Python path asks it on every call it takes, and an :class:`Entry`'s C++ function asks
+    the same in C++ (``native_on`` in native.cpp: the hook test is written three times, here,
+    there and in ``_launch._hooked``). It is written flat: no call below it once the state is
+    known."""
     if not _STATE:
         _STATE.append(_load())
         _STATE.append(_triton_runtime_knobs() if _STATE[0] is not None else None)
@@ -279,8 +281,8 @@ def program(forward: Builder, outputs: Sequence[Slot], *, differentiable: Sequen
     """The C++ program of ``forward`` (returning ``outputs``; ``saved`` what the backward is given
     first), with ``backward`` (given ``saved``, then one gradient per output, laid out as its
     ``grad_layouts`` entry says: dtype, sizes, strides, or None for a gradient no kernel reads)
-    returning ``gradients``: per forward input a slot, a ``(slot, row)`` pair (that row of it), or
-    None. An unused output's gradient that a kernel reads is zeros.
+    returning ``gradients``: per forward input a slot, a ``(slot, row)`` pair (that row of a 2-d
+    slot), or None. An unused output's gradient that a kernel reads is zeros.
 
     Returns NOT_SERVED where a saved tensor's layout repeats memory (a stride of 0 along a
     dimension of more than one element, a broadcast input): a saved-tensor hook such as
@@ -349,7 +351,9 @@ class Entry:
     not ask (an entry point asks only ``kernels._ops.route()`` first, which Dynamo must see). The
     entry is built at the first call that finds the native path on; from then on ``entry.call`` is
     a builtin function (no pybind11 dispatch) that asks what :func:`enabled` asks in C++, reading
-    the same ``_STATE`` list (changed in place, never replaced). It is one of the
+    the list object ``_STATE`` was when the entry was built (the tests switch the path off by
+    changing the list in place; a list put in its place goes unseen by entries built before). It
+    is one of the
     plan tables that ``kernels._launch.forget_plans`` empties, and starts afresh at
     ``_launch.PLAN_LIMIT`` signatures, as they do."""
 

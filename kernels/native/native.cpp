@@ -369,7 +369,9 @@ auto self_pointer(N* node, long) -> decltype(node->shared_from_this()) {
 
 // Row `row` of a 2-d tensor as a tensor over the same storage, made as ATen's
 // alias_with_sizes_and_strides makes one: no dispatch and none of autograd's view bookkeeping
-// (Tensor::select costs both), which a gradient the node returns does not need.
+// (Tensor::select costs both), which a gradient the node returns does not need. The row has a
+// version counter of its own (a view shares its base's): the rows of one buffer cover separate
+// memory, so an in-place change of one (AccumulateGrad may keep it as a .grad) is no other's.
 at::Tensor row_of(const at::Tensor& t, int64_t row) {
   FKH_REQUIRE(t.dim() == 2 && row >= 0 && row < t.size(0), "row ", row, " of a tensor of ", t.dim(), " dimensions");
   at::Tensor out = at::detail::make_tensor<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(t.storage()),

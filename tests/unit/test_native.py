@@ -415,6 +415,8 @@ def test_a_recorded_signature_s_call_goes_through_triton_s_launcher_while_a_hook
 
     from kernels.softmax import softmax
 
+    if not hasattr(knobs.runtime.launch_enter_hook, "add"):
+        pytest.skip("this Triton's launch hook is a plain function, not a chain a test can add to")
     x = torch.randn(8, 64, device="cuda")
     expected = softmax(x)  # records the signature
     assert torch.equal(softmax(x), expected)  # runs from the entry
@@ -438,12 +440,15 @@ def test_an_entry_s_function_keeps_its_entry_alive_and_raises_torch_s_own_errors
     for a signature with no program, and turns a C++ error into the exception torch's bindings
     raise: here torch.OutOfMemoryError from an allocation no device has room for."""
     import gc
+    import weakref
 
     x = torch.zeros(4, device="cuda")
     entry = _native.module().Entry(1, [], [], 0, True, 8)
     call = entry.function(_native._STATE)
+    held = weakref.ref(entry)
     del entry
     gc.collect()
+    assert held() is not None, "the function does not keep its entry alive"
     assert call(x) is None, "a signature with no program runs something"
     assert call(x, x) is None, "a call with more arguments than the entry takes runs something"
     forward = _native.Builder(1, like=(x,))
