@@ -352,10 +352,10 @@ class Entry:
     entry is built at the first call that finds the native path on; from then on ``entry.call`` is
     a builtin function (no pybind11 dispatch) that asks what :func:`enabled` asks in C++, reading
     the list object ``_STATE`` was when the entry was built (the tests switch the path off by
-    changing the list in place; a list put in its place goes unseen by entries built before). It
-    is one of the
-    plan tables that ``kernels._launch.forget_plans`` empties, and starts afresh at
-    ``_launch.PLAN_LIMIT`` signatures, as they do."""
+    changing the list in place; a list put in its place goes unseen by entries built before).
+
+    It is one of the plan tables that ``kernels._launch.forget_plans`` empties, and starts afresh
+    at ``_launch.PLAN_LIMIT`` signatures, as they do."""
 
     def __init__(self, tensors: int, floats: Sequence[tuple[float, int | None]] = (), ints: int = 0,
                  single: bool = True):
