@@ -100,20 +100,15 @@ def enabled() -> bool:
     Triton launch hook installed (a profiler such as Proton watches launches through them, and
     only Triton's own launcher calls them).
 
-    An op's Python path asks it on every call it takes, and an :class:`Entry`'s C++ function asks
-    the same in C++ (``native_on`` in native.cpp: the hook test is written three times, here,
-    there and in ``_launch._hooked``). It is written flat: no call below it once the state is
-    known."""
+    An op's Python path asks it on every call it takes; an :class:`Entry`'s C++ function asks the
+    same in C++ (``native_on`` in native.cpp), so a call an entry serves does not ask it here."""
     if not _STATE:
         _STATE.append(_load())
         _STATE.append(_triton_runtime_knobs() if _STATE[0] is not None else None)
     if _STATE[0] is None:
         return False
     runtime = _STATE[1]
-    if runtime is None:
-        return True
-    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
-    return not ((enter is not None and getattr(enter, "calls", True)) or (leave is not None and getattr(leave, "calls", True)))
+    return runtime is None or not (_launch._hooked(runtime.launch_enter_hook) or _launch._hooked(runtime.launch_exit_hook))
 
 
 def _triton_runtime_knobs() -> Any:
