@@ -108,7 +108,8 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
     limits = limits._replace(max_block=min(limits.max_block, max(limits.split_block, _BLOCK_BYTES // compute_size)))
     tile = _rows.row_tile(n, dtype.itemsize, limits)
     wide = dtype in (torch.float32, torch.float64)
-    acc = tl.float64 if wide else tl.float32
+    # The forward's sums are fp32 (fp64 for fp64 rows); the backward's are fp64 for fp32 rows too.
+    acc = tl.float64 if dtype == torch.float64 or (wide and backward) else tl.float32
     widest, warps = _fp32_one_pass()
     if backward and dtype == torch.float32 and tile.col_blocks > 1 and n <= widest:
         # one pass with fp32 sums (module docstring): fp64 sums over a row this wide spill
@@ -116,7 +117,7 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
     return tile, dict(
         BLOCK=tile.block, ROWS=tile.rows, SPLIT=tile.col_blocks > 1,
         COMPUTE=tl.float64 if dtype == torch.float64 else tl.float32,
-        ACC=acc, WIDE=wide, PRECISE=dtype == torch.float32, num_warps=tile.num_warps,
+        ACC=acc, WIDE=wide, PRECISE=backward and dtype == torch.float32, num_warps=tile.num_warps,
     )
 
 
@@ -131,12 +132,15 @@ TUNING.forget_with(_config.cache_clear)
 @triton.jit
 def _reciprocal(total, PRECISE: tl.constexpr):
     """1 / a row's sum: of exponentials in the forward, in [1, n] (the maximum's own term is 1),
-    and of y in the backward, about 1. fp32 results take ``_rows.reciprocal_moderate`` (a refined
-    hardware seed, ~1e-15, far finer than what they round to, without IEEE division's slow-path
-    call; sm_90 SASS of the 32K-row forward: 25.25 instructions an element, 28.25 with the
-    division); fp64 results, and an fp32 sum (tune_rows.py's diagnostic of fp32 sums), divide."""
+    and of y in the backward, about 1. An fp64 sum of the fp32 backward takes
+    ``_rows.reciprocal_moderate`` (a refined hardware seed, ~1e-15, far finer than what fp32 results
+    round to, without IEEE division's slow-path call); an fp32 sum is divided with IEEE rounding
+    (``div_rn``: once a row, so its cost does not show, and half an ulp where Triton's ``/`` takes
+    up to two); fp64 results divide."""
     if PRECISE and total.dtype == tl.float64:
         return _rows.reciprocal_moderate(total, True)
+    elif total.dtype == tl.float32:
+        return tl.div_rn(1.0, total)
     else:
         return 1.0 / total
 
