@@ -44,6 +44,7 @@ and compare without a floor.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from collections.abc import Callable
@@ -52,6 +53,8 @@ from typing import Any
 import torch
 from torch.fx.operator_schemas import normalize_function
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from harness import approximate
 
 aten = torch.ops.aten
 
@@ -319,9 +322,19 @@ def _div(func, args, kwargs):
     return _arith(func, args, kwargs, lambda a, b, r: [(1.0 / b).abs().expand_as(r), (r / b).abs()])
 
 
+# The functions a kernel computes on the GPU's fast approximations (``approximate_allowances``):
+# while they are set, each call of one adds its documented error to its result's ``amp``.
+_APPROXIMATE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("approximate", default=frozenset())
+_APPROXIMATE_NAMES = {aten.exp: "exp", aten.sigmoid: "sigmoid"}
+
+
 def _unary(derivative: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Rule:
     def rule(func, args, kwargs):
-        return _arith(func, args, kwargs, lambda a, r: [derivative(a, r).abs()], cancels=False)
+        out = _arith(func, args, kwargs, lambda a, r: [derivative(a, r).abs()], cancels=False)
+        name = _APPROXIMATE_NAMES.get(func.overloadpacket)
+        if name in _APPROXIMATE.get() and isinstance(out, Bounded):
+            out.amp = out.amp + _finite(approximate.allowance(name, _value(args[0]), out.value))
+        return out
 
     return rule
 
@@ -580,6 +593,35 @@ def gradient_floors(reference: Callable, kwargs: dict[str, Any], names: tuple[st
     """Each gradient's ``amp`` (fp64) through autograd of the reference: the inputs ``names``
     differentiated, ``grad_outputs`` exact, one per differentiable output (``first_only``: the
     first output's alone)."""
+    return _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+
+
+def approximate_allowances(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
+                           grad_outputs: list[torch.Tensor], functions: frozenset[str],
+                           first_only: bool = False) -> dict[str, torch.Tensor | None]:
+    """What each gradient may err by because the kernel's forward computes ``functions``
+    (``harness.approximate``'s names) on the GPU's fast approximations, first order.
+
+    A backward reads what its forward computed: softmax's gradient is ``y * (dy - sum(y * dy))``
+    on the saved y, so an element of y on the fast exp, ``2 + |1.173 x|`` ulps off where its
+    argument is x, moves its gradient by as much, and every gradient of the row through the sum.
+    Each call of such a function in the reference adds its documented bound at its own argument
+    to its result's ``amp``, and autograd of the reference carries it to the gradients as it
+    carries amplified roundings. The allowance is what that adds to ``gradient_floors``: the
+    approximations' share alone (the analysis is linear in its error terms), judged as the
+    forward's allowance is, whatever the budget."""
+    token = _APPROXIMATE.set(frozenset(functions))
+    try:
+        approximated = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+    finally:
+        _APPROXIMATE.reset(token)
+    plain = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+    return {n: None if a is None or plain[n] is None else (a - plain[n]).clamp_min(0.0)
+            for n, a in approximated.items()}
+
+
+def _gradient_amps(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
+                   grad_outputs: list[torch.Tensor], first_only: bool) -> dict[str, torch.Tensor | None]:
     inputs = {k: exact(v, requires_grad=k in names) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
               for k, v in kwargs.items()}
     out = reference(**inputs)

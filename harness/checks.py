@@ -204,21 +204,45 @@ def _to_dtype_of(outputs: tuple, like: tuple) -> tuple:
                  for o, l in zip(outputs, like))
 
 
+def _approximate_arguments(spec: KernelSpec, prepared: Prepared) -> dict[str, tuple]:
+    """Each approximate function the spec declares for this case, with its argument per output
+    (None where an output does not go through it); functions declared for no output are left out."""
+    out = {}
+    with torch.no_grad():
+        for function, hook in spec.numerics.approximate_math.items():
+            arguments = hook(prepared.call())
+            arguments = tuple(arguments) if isinstance(arguments, (tuple, list)) else (arguments,)
+            if any(a is not None for a in arguments):
+                out[function] = arguments
+    return out
+
+
 def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) -> tuple:
     """Per output, the spec's approximate functions' allowance (harness.approximate), or None."""
     if not spec.numerics.approximate_math:
         return ()
     out: list = [None] * len(oracle)
-    with torch.no_grad():
-        for function, hook in spec.numerics.approximate_math.items():
-            arguments = hook(prepared.call())
-            arguments = tuple(arguments) if isinstance(arguments, (tuple, list)) else (arguments,)
-            for k, (argument, o) in enumerate(zip(arguments, oracle)):
-                if argument is None or o is None or not o.is_floating_point():
-                    continue
-                add = approximate.allowance(function, argument, o)
-                out[k] = add if out[k] is None else out[k] + add
+    for function, arguments in _approximate_arguments(spec, prepared).items():
+        for k, (argument, o) in enumerate(zip(arguments, oracle)):
+            if argument is None or o is None or not o.is_floating_point():
+                continue
+            add = approximate.allowance(function, argument, o)
+            out[k] = add if out[k] is None else out[k] + add
     return tuple(out)
+
+
+def approximate_gradient_allowances(spec: KernelSpec, prepared: Prepared, names: tuple[str, ...], grad_outs: list,
+                                    first_only: bool) -> dict:
+    """Per gradient, what the approximate functions the spec declares for this case may move it by,
+    carried from the forward through autograd of the reference (``bounds.approximate_allowances``);
+    {} where it declares none, or the case is past FLUSH_LIMIT (as for the derived floors)."""
+    if not spec.numerics.approximate_math or not _within_flush_limit(prepared):
+        return {}
+    functions = frozenset(_approximate_arguments(spec, prepared))
+    if not functions:
+        return {}
+    return _derive(spec, lambda: bounds.approximate_allowances(spec.reference, prepared.copies(), names, grad_outs,
+                                                               functions, first_only), {})
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
@@ -428,6 +452,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         terms = gradient_term_magnitudes(spec, prepared, hook_grads)
         rounded = gradient_rounded_terms(spec, prepared, hook_grads)
         derived = derived_gradient_floors(spec, prepared, names, grad_outs, first_only)
+        allowances = approximate_gradient_allowances(spec, prepared, names, grad_outs, first_only)
         grad_snaps = [g.snapshot() for g in grad_placed]
         input_snaps = prepared.snapshots()
         with poisoned_allocations():
@@ -449,7 +474,8 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
             samples = [(se[k], so[k]) for se, so in calibration if se[k] is not None]
             comparisons.append(compare(budget, Compared(label, g, e, o, samples, terms=terms.get(name),
                                                         rounded_terms=rounded.get(name), flushed=_same_shape(flushed[k], e),
-                                                        derived=_same_shape(derived.get(name), e))))
+                                                        derived=_same_shape(derived.get(name), e),
+                                                        allowance=_same_shape(allowances.get(name), e))))
     return CheckResult("backward", not problems and all(c.passed for c in comparisons), comparisons, problems)
 
 
