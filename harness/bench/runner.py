@@ -143,19 +143,33 @@ def peer_callable(peer: Callable | OptionalPeer) -> Callable:
 
 
 def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
-    """One call per implementation taking an input-set index, for the chosen pass."""
-    names = grad_names(spec, cases[0]) if cases else ()
-    sets = []
-    for case in cases:
-        prepared = prepare(case, device)
-        kwargs = prepared.kwargs(names if pass_ == "forward_backward" else ())
-        grads = []
-        if pass_ == "forward_backward":
-            outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
-            grads = [case.grad_output_recipe(tuple(o.shape), str(o.dtype).removeprefix("torch.")).build(device).tensor for o in outs]
-        sets.append((kwargs, grads))
+    """One call per implementation taking an input-set index, for the chosen pass.
 
-    def make(fn):
+    The implementations under test and the references share the input sets: the checks prove
+    that ours never write into their inputs, and eager's ops do not. Each peer (``perf.peers``)
+    gets input sets of its own, built from the same cases: a third-party kernel's writes are
+    nobody's to check, and one that writes into its inputs would change what every other
+    implementation reads after it (Liger-Kernel's SwiGLU backward stores its gradients into its
+    inputs a and b)."""
+    names = grad_names(spec, cases[0]) if cases else ()
+
+    def input_sets() -> list:
+        sets = []
+        for case in cases:
+            prepared = prepare(case, device)
+            kwargs = prepared.kwargs(names if pass_ == "forward_backward" else ())
+            grads = []
+            if pass_ == "forward_backward":
+                outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
+                grads = [case.grad_output_recipe(tuple(o.shape), str(o.dtype).removeprefix("torch.")).build(device).tensor
+                         for o in outs]
+            sets.append((kwargs, grads))
+        return sets
+
+    shared = input_sets()
+    peers = spec.perf.peers if spec.perf is not None else {}
+
+    def make(fn, sets):
         if pass_ == "forward":
             def call(i):
                 with torch.no_grad():
@@ -167,7 +181,7 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
                 return torch.autograd.grad(outs, [kwargs[n] for n in names], grads[: len(outs)], allow_unused=True)
         return call
 
-    return {name: make(fn) for name, fn in fns.items()}
+    return {name: make(fn, input_sets() if name in peers else shared) for name, fn in fns.items()}
 
 
 SAME_SIZE_COPY = "same-size copy"

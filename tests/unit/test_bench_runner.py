@@ -514,3 +514,35 @@ def test_the_speedup_over_the_best_peer_pairs_the_timings_of_one_repetition(monk
         assert r["speedup_vs_eager"] == pytest.approx(paired) and r["speedup_vs_compile"] == pytest.approx(paired)
         assert r["speedup_vs_best_peer_ci"][0] > 1.0
     assert speedup(ours, peer)[3] == "tie"  # resampled apart: a tie
+
+
+@pytest.mark.parametrize("pass_", ["forward", "forward_backward"])
+def test_a_peer_that_writes_into_its_inputs_changes_nothing_another_implementation_reads(pass_):
+    """Liger-Kernel's SwiGLU backward stores its gradients into its inputs: a peer gets input sets
+    of its own, so the implementations timed after it read the cases' values."""
+    spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
+
+    def scribbler(x):
+        y = torch.softmax(x, -1)
+        x.detach().fill_(7.0)
+        return y
+
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": scribbler}))
+    seen = []
+
+    def recorder(x):
+        seen.append(x.detach().clone())
+        return torch.softmax(x, -1)
+
+    shape = spec.perf.shapes[0]
+    cases = [runner.bench_case(spec, shape, seed) for seed in range(2)]
+    calls = runner.timed_calls(spec, {"triton": recorder, "library": scribbler, "eager": spec.reference}, cases,
+                               _DEVICE, pass_)
+    calls["triton"](0)
+    for i in (0, 1):
+        calls["library"](i)
+        calls["eager"](i)
+    calls["triton"](0)
+    calls["triton"](1)
+    first, again, other = seen
+    assert torch.equal(first, again) and not (again == 7.0).any() and not (other == 7.0).any()
