@@ -22,7 +22,8 @@ upcasts and decompositions take eager's path), and two terms of Wilkinson's runn
   terms, into many ulps of the result. Products and quotients amplify no rounding, and an
   elementary function's own conditioning (exp of a rounded logit) is left to eager's measured
   error, as it was before (``harness.numerics``: the sensitivity term), so a fast exp is still
-  judged by its declared allowance. Where nothing cancels ``amp`` is 0 and the floor adds nothing
+  judged by its declared allowance (which :func:`approximate_allowances` carries to the
+  gradients through this same analysis). Where nothing cancels ``amp`` is 0 and the floor adds nothing
   to the envelope's own ulp. A reduction or a matmul counts its terms together:
   ``(rho_x + u_acc) (sum |terms| - |r|)+``, where ``u_acc`` is the eps of its accumulator (fp32
   for 16-bit eager ops): an ulp of the sum of the terms' magnitudes, what summing them in another

@@ -86,7 +86,9 @@ Two more sources of legitimate difference are measured or declared, never grante
   output element). ``harness.approximate`` turns the argument into the function's documented error bound
   (CUDA's math API: ``__expf`` errs by at most ``2 + floor(|1.173 x|)`` ulps), and an element
   within that bound passes whatever the budget; elsewhere the budget holds as before. A kernel
-  that declares nothing is held to eager's error, so a fast exp fails in the tails.
+  that declares nothing is held to eager's error, so a fast exp fails in the tails. A gradient
+  gets the same bounds carried from the forward through autograd of the reference
+  (``harness.bounds.approximate_allowances``): softmax's backward reads the y its forward made.
 
 The kernel's **numerics score** is ``max_i |kernel_i - oracle_i| / envelope_i``: its worst error in
 units of eager's. It passes when the score is at most the spec's declared multiple. NaN and +-inf
