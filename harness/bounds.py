@@ -599,33 +599,40 @@ def gradient_floors(reference: Callable, kwargs: dict[str, Any], names: tuple[st
 
 def approximate_allowances(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
                            grad_outputs: list[torch.Tensor], functions: frozenset[str],
-                           first_only: bool = False) -> dict[str, torch.Tensor | None]:
+                           first_only: bool = False,
+                           plain: dict[str, torch.Tensor | None] | None = None) -> dict[str, torch.Tensor | None]:
     """What each gradient may err by because the kernel's forward computes ``functions``
     (``harness.approximate``'s names) on the GPU's fast approximations, first order.
 
     A backward reads what its forward computed: softmax's gradient is ``y * (dy - sum(y * dy))``
     on the saved y, so an element of y on the fast exp, ``2 + |1.173 x|`` ulps off where its
     argument is x, moves its gradient by as much, and every gradient of the row through the sum.
-    Each call of such a function in the reference adds its documented bound at its own argument
-    to its result's ``amp``, and autograd of the reference carries it to the gradients as it
-    carries amplified roundings. The allowance is what that adds to ``gradient_floors``: the
-    approximations' share alone (the analysis is linear in its error terms), judged as the
-    forward's allowance is, whatever the budget."""
-    token = _APPROXIMATE.set(frozenset(functions))
-    try:
-        approximated = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
-    finally:
-        _APPROXIMATE.reset(token)
-    plain = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
-    return {n: None if a is None or plain[n] is None else (a - plain[n]).clamp_min(0.0)
+    Each call of such a function in the reference's forward adds its documented bound at its own
+    argument to its result's ``amp`` (every call: a declaration names functions, not outputs),
+    and autograd of the reference carries it to the gradients as it carries amplified roundings.
+    A function the reference's backward evaluates again is not charged: the declaration is the
+    forward's (and on a GPU autograd runs the backward on threads of its own, which would not see
+    it). The allowance is what that adds to ``gradient_floors`` (``plain``, when the caller has
+    them): the approximations' share alone (the analysis is linear in its error terms), judged as
+    the forward's allowance is, whatever the budget. It is an upper bound, taken with every error
+    at its largest and of one sign, so in the bulk of a row it is a few times the floor."""
+    approximated = _gradient_amps(reference, kwargs, names, grad_outputs, first_only, frozenset(functions))
+    if plain is None:
+        plain = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+    return {n: None if a is None or plain.get(n) is None else (a - plain[n]).clamp_min(0.0)
             for n, a in approximated.items()}
 
 
 def _gradient_amps(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
-                   grad_outputs: list[torch.Tensor], first_only: bool) -> dict[str, torch.Tensor | None]:
+                   grad_outputs: list[torch.Tensor], first_only: bool,
+                   approximate: frozenset[str] = frozenset()) -> dict[str, torch.Tensor | None]:
     inputs = {k: exact(v, requires_grad=k in names) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
               for k, v in kwargs.items()}
-    out = reference(**inputs)
+    token = _APPROXIMATE.set(approximate)
+    try:
+        out = reference(**inputs)
+    finally:
+        _APPROXIMATE.reset(token)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
             if isinstance(o, torch.Tensor) and o.requires_grad]
     if first_only:

@@ -232,17 +232,20 @@ def approximate_allowances(spec: KernelSpec, prepared: Prepared, oracle: tuple) 
 
 
 def approximate_gradient_allowances(spec: KernelSpec, prepared: Prepared, names: tuple[str, ...], grad_outs: list,
-                                    first_only: bool) -> dict:
+                                    first_only: bool, derived: dict) -> dict:
     """Per gradient, what the approximate functions the spec declares for this case may move it by,
-    carried from the forward through autograd of the reference (``bounds.approximate_allowances``);
-    {} where it declares none, or the case is past FLUSH_LIMIT (as for the derived floors)."""
-    if not spec.numerics.approximate_math or not _within_flush_limit(prepared):
+    carried from the forward through autograd of the reference (``bounds.approximate_allowances``,
+    with ``derived``, the gradients' plain floors, where they were derived); {} where it declares
+    none, or where no floor is derived: the spec opts out or the case is past FLUSH_LIMIT."""
+    if not spec.numerics.approximate_math or not _derives(spec, prepared):
         return {}
     functions = frozenset(_approximate_arguments(spec, prepared))
     if not functions:
         return {}
+    plain = derived if derived and spec.numerics.gradient_term_magnitudes is None else None
     return _derive(spec, lambda: bounds.approximate_allowances(spec.reference, prepared.copies(), names, grad_outs,
-                                                               functions, first_only), {})
+                                                               functions, first_only, plain), {},
+                   what="no allowance for its approximate functions in the gradients")
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
@@ -278,11 +281,12 @@ def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
     return spec.numerics.derive_floors and _within_flush_limit(prepared)
 
 
-def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any) -> Any:
+def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any,
+            what: str = "no derived error floor") -> Any:
     try:
         return derive()
     except Exception as exc:  # noqa: BLE001 - NotDerivable, or a reference the subclass cannot run
-        warnings.warn(f"{spec.name}: no derived error floor ({type(exc).__name__}: {exc}); its outputs are "
+        warnings.warn(f"{spec.name}: {what} ({type(exc).__name__}: {exc}); its outputs are "
                       f"judged on eager's measured error alone", bounds.DerivationWarning, stacklevel=2)
         return nothing
 
@@ -452,7 +456,7 @@ def check_backward(spec: KernelSpec, fn: Fn, case: Case, device) -> CheckResult:
         terms = gradient_term_magnitudes(spec, prepared, hook_grads)
         rounded = gradient_rounded_terms(spec, prepared, hook_grads)
         derived = derived_gradient_floors(spec, prepared, names, grad_outs, first_only)
-        allowances = approximate_gradient_allowances(spec, prepared, names, grad_outs, first_only)
+        allowances = approximate_gradient_allowances(spec, prepared, names, grad_outs, first_only, derived)
         grad_snaps = [g.snapshot() for g in grad_placed]
         input_snaps = prepared.snapshots()
         with poisoned_allocations():

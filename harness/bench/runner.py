@@ -145,29 +145,32 @@ def peer_callable(peer: Callable | OptionalPeer) -> Callable:
 def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], device, pass_: str):
     """One call per implementation taking an input-set index, for the chosen pass.
 
-    The implementations under test and the references share the input sets: the checks prove
-    that ours never write into their inputs, and eager's ops do not. Each peer (``perf.peers``)
-    gets input sets of its own, built from the same cases: a third-party kernel's writes are
-    nobody's to check, and one that writes into its inputs would change what every other
-    implementation reads after it (Liger-Kernel's SwiGLU backward stores its gradients into its
-    inputs a and b)."""
+    The implementations under test, the references and the spec's plain peers (torch's own ops,
+    such as SDPA) share the input sets: the checks prove that ours never write into their inputs,
+    and torch's ops do not. Each third-party peer (an ``OptionalPeer``) gets input sets of its
+    own, built from the same cases: its writes are nobody's to check, and one that writes into
+    its inputs would change what every other implementation reads after it (Liger-Kernel's SwiGLU
+    backward stores its gradients into its inputs a and b)."""
     names = grad_names(spec, cases[0]) if cases else ()
+    grad_shapes: list = []  # per case, each differentiable output's (shape, dtype name)
 
     def input_sets() -> list:
         sets = []
-        for case in cases:
+        for k, case in enumerate(cases):
             prepared = prepare(case, device)
             kwargs = prepared.kwargs(names if pass_ == "forward_backward" else ())
             grads = []
             if pass_ == "forward_backward":
-                outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
-                grads = [case.grad_output_recipe(tuple(o.shape), str(o.dtype).removeprefix("torch.")).build(device).tensor
-                         for o in outs]
+                if len(grad_shapes) <= k:  # the reference's outputs, once per case
+                    outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
+                    grad_shapes.append([(tuple(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs])
+                grads = [case.grad_output_recipe(shape, dtype).build(device).tensor for shape, dtype in grad_shapes[k]]
             sets.append((kwargs, grads))
         return sets
 
     shared = input_sets()
-    peers = spec.perf.peers if spec.perf is not None else {}
+    own_sets = {name for name, peer in (spec.perf.peers if spec.perf is not None else {}).items()
+                if isinstance(peer, OptionalPeer)}
 
     def make(fn, sets):
         if pass_ == "forward":
@@ -181,7 +184,7 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
                 return torch.autograd.grad(outs, [kwargs[n] for n in names], grads[: len(outs)], allow_unused=True)
         return call
 
-    return {name: make(fn, input_sets() if name in peers else shared) for name, fn in fns.items()}
+    return {name: make(fn, input_sets() if name in own_sets else shared) for name, fn in fns.items()}
 
 
 SAME_SIZE_COPY = "same-size copy"

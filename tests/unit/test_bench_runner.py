@@ -518,8 +518,10 @@ def test_the_speedup_over_the_best_peer_pairs_the_timings_of_one_repetition(monk
 
 @pytest.mark.parametrize("pass_", ["forward", "forward_backward"])
 def test_a_peer_that_writes_into_its_inputs_changes_nothing_another_implementation_reads(pass_):
-    """Liger-Kernel's SwiGLU backward stores its gradients into its inputs: a peer gets input sets
-    of its own, so the implementations timed after it read the cases' values."""
+    """Liger-Kernel's SwiGLU backward stores its gradients into its inputs: a third-party peer gets
+    input sets of its own, so the implementations timed after it read the cases' values."""
+    from harness.spec import OptionalPeer
+
     spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
 
     def scribbler(x):
@@ -527,7 +529,8 @@ def test_a_peer_that_writes_into_its_inputs_changes_nothing_another_implementati
         x.detach().fill_(7.0)
         return y
 
-    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": scribbler}))
+    peer = OptionalPeer("library", lambda: scribbler, "pip install library")
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers={"library": peer}))
     seen = []
 
     def recorder(x):
