@@ -15,10 +15,10 @@ give the same launch are timed once. A candidate is passed into the kernels thro
 module's tuning (``kernels/_tuning.py``: ``TUNING.replaced(...)`` around each timed call), never by
 rebinding module globals. A target may also vary other tuning entries beside the limits
 (``Target.knobs``: backward programs per SM, the norms' prefetch). For fp32 softmax shapes the production
-numerics (fp64 row sums, accurate exp) are also timed against fp32 sums and against the native
-exp, and fp32 dropout-add-LayerNorm's forward against fp32 arithmetic, at the production tiling,
-to show what the accuracy costs; those variants are diagnostics, never choices (the harness's
-error budget decides the numerics). Writes every median as JSON and prints the best
+forward (fp32 row sums, the fast exp) is also timed against fp64 row sums and against those with
+the accurate exp (its numerics before ``436cd23``), and fp32 dropout-add-LayerNorm's forward against
+fp32 arithmetic, at the production tiling, to show what accuracy would cost; those variants are
+diagnostics, never choices (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.
 
     python benchmarks/tune_rows.py OUT.json [softmax] [layer_norm] [layer_norm_wide] [rms_norm]
@@ -411,13 +411,14 @@ def _candidates(target: Target, cols: int, itemsize: int) -> dict[str, Candidate
 
 
 def _softmax_numerics(x: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
-    """fp32 softmax only: the production launch with cheaper numerics (diagnostics, not choices)."""
+    """fp32 softmax only: the production launch with dearer numerics (diagnostics, not choices):
+    fp64 row sums, and fp64 row sums with the accurate exp and reciprocal."""
     if x.dtype != torch.float32:
         return {}
     layout = _rows.row_layout(x)
     grid, production = softmax._forward_launch(layout, x.dtype)
-    variants = {"fp32sums": {**production, "ACC": tl.float32, "WIDE": False},
-                "fast": {**production, "ACC": tl.float32, "WIDE": False, "PRECISE": False}}
+    variants = {"fp64sums": {**production, "ACC": tl.float64},
+                "fp64sums_accurate_exp": {**production, "ACC": tl.float64, "PRECISE": True}}
 
     def launch(config):
         y = torch.empty_like(x)

@@ -337,8 +337,9 @@ def div(a, b, PRECISE: tl.constexpr):
 def scale(e, factor):
     """e * factor rounded once to e's dtype, for fp32 e and an fp64 (or fp32) per-row factor.
 
-    A softmax's final scaling multiplies every fp32 element by 1 / sum, with the sum in fp64.
-    Widening each element to fp64 costs two conversions per element, and on an H100 conversions
+    A softmax's final scaling multiplies every fp32 element by 1 / sum. With the sum in fp64 (the
+    softmax forward's numerics before ``436cd23``, which ``benchmarks/tune_rows.py`` still times),
+    widening each element to fp64 costs two conversions per element, and on an H100 conversions
     between fp32 and fp64 run at 16 per clock per SM, an eighth of fp32 arithmetic; at 128-wide rows
     that is what limits the kernel. Instead the factor is split once per row into fp32 hi + lo
     (hi + lo = factor to about 2^-48) and the product is ``fma(e, hi, e * lo)``: one rounding of

@@ -38,8 +38,8 @@ def _liger_rms_norm():
 
     def rms_norm(x, weight, eps, weight_offset):
         w = x.new_ones(x.shape[-1:]) if weight is None else weight
-        # in_place=False: Liger's default writes dX into dY, which the benchmark's other
-        # implementations read after it
+        # in_place=False: Liger's default writes dX into dY, the grad_output it is handed, which
+        # the benchmark hands it again on its next call
         return LigerRMSNormFunction.apply(x, w, eps, weight_offset, "llama", False)
 
     return rms_norm

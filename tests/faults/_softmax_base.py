@@ -2,8 +2,9 @@
 
 One row per program; each row is walked in blocks three times (max, sum, write), with the same
 block width the production kernel uses for that row length, so that the faults and the real kernel
-change tiling at the same lengths. With every switch off it computes softmax as accurately as the
-production kernel (same exp, fp64 sums), so a fault fails only through its planted bug. The
+change tiling at the same lengths. With every switch off it computes softmax at least as accurately
+as the production kernel (the accurate exp and fp64 sums, where production's forward takes the fast
+exp and fp32 sums), so a fault fails only through its planted bug. The
 switches are compile-time constants, so each fault is its own specialised kernel.
 """
 
