@@ -184,7 +184,51 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
                 return torch.autograd.grad(outs, [kwargs[n] for n in names], grads[: len(outs)], allow_unused=True)
         return call
 
-    return {name: make(fn, input_sets() if name in own_sets else shared) for name, fn in fns.items()}
+    calls = {}
+    for name, fn in fns.items():
+        if name in own_sets:
+            sets = input_sets()
+            calls[name] = _watching_writes(name, make(fn, sets), sets)
+        else:
+            calls[name] = make(fn, shared)
+    return calls
+
+
+class PeerWroteInputs(UserWarning):
+    """A third-party peer wrote into the tensors it was handed (it is timed on its own copies)."""
+
+
+def _watching_writes(name: str, call: Callable[[int], object], sets: list) -> Callable[[int], object]:
+    """``call``, whose first call also says which of its input set's tensors it changed, as a
+    ``PeerWroteInputs`` warning (kept in the records like any first call's warning): its later
+    calls read what it wrote, not the case's values."""
+    watched = []
+
+    def first(i: int):
+        if watched:
+            return call(i)
+        kwargs, grads = sets[i]
+        tensors = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+        tensors.update((f"grad_output[{j}]", g) for j, g in enumerate(grads))
+        before = {k: v.detach().clone() for k, v in tensors.items()}
+        out = call(i)
+        watched.append(True)
+        written = [k for k, v in tensors.items() if _changed(before[k], v.detach())]
+        if written:
+            warnings.warn(f"{name} wrote into its inputs ({', '.join(written)}): its later calls read what it wrote; "
+                          f"it is timed on input sets of its own, so the other implementations read the cases' values",
+                          PeerWroteInputs, stacklevel=2)
+        return out
+
+    return first
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether any element differs (a NaN that stayed NaN has not changed)."""
+    differs = before != after
+    if before.is_floating_point() or before.is_complex():
+        differs &= ~(before.isnan() & after.isnan())
+    return bool(differs.any())
 
 
 SAME_SIZE_COPY = "same-size copy"

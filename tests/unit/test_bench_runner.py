@@ -542,10 +542,37 @@ def test_a_peer_that_writes_into_its_inputs_changes_nothing_another_implementati
     calls = runner.timed_calls(spec, {"triton": recorder, "library": scribbler, "eager": spec.reference}, cases,
                                _DEVICE, pass_)
     calls["triton"](0)
+    with pytest.warns(runner.PeerWroteInputs, match=r"library wrote into its inputs \(x\)"):
+        calls["library"](0)
+    calls["library"](1)
     for i in (0, 1):
-        calls["library"](i)
         calls["eager"](i)
     calls["triton"](0)
     calls["triton"](1)
     first, again, other = seen
     assert torch.equal(first, again) and not (again == 7.0).any() and not (other == 7.0).any()
+
+
+def test_a_peer_that_writes_into_its_inputs_is_named_on_its_first_call():
+    """The first call's warnings (kept in the records and shown in the reports) name the tensors a
+    third-party peer wrote into; a peer that writes nothing, and our implementation, get none."""
+    from harness.spec import OptionalPeer
+
+    spec = _small("softmax", {"rows": 3, "cols": 40}, "float32")
+
+    def scribbler(x):
+        y = torch.softmax(x, -1)
+        x.detach()[0, 0] = float("nan")
+        return y
+
+    peers = {"library": OptionalPeer("library", lambda: scribbler, "pip install library"),
+             "tidy": OptionalPeer("tidy", lambda: (lambda x: torch.softmax(x, -1)), "pip install tidy")}
+    spec = dataclasses.replace(spec, perf=dataclasses.replace(spec.perf, peers=peers))
+    shape = spec.perf.shapes[0]
+    cases = [runner.bench_case(spec, shape, seed) for seed in range(2)]
+    fns = {"triton": spec.implementations["triton"].load(), "library": scribbler, "tidy": peers["tidy"].load(),
+           "eager": spec.reference}
+    warned = runner._first_call_warnings(runner.timed_calls(spec, fns, cases, _DEVICE, "forward"))
+    (message,) = warned["library"]
+    assert message.startswith("PeerWroteInputs: library wrote into its inputs (x)")
+    assert warned["tidy"] == [] and warned["triton"] == [] and warned["eager"] == []
