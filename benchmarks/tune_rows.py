@@ -16,7 +16,7 @@ module's tuning (``kernels/_tuning.py``: ``TUNING.replaced(...)`` around each ti
 rebinding module globals. A target may also vary other tuning entries beside the limits
 (``Target.knobs``: backward programs per SM, the norms' prefetch). For fp32 softmax shapes the production
 forward (fp32 row sums, the fast exp) is also timed against fp64 row sums and against those with
-the accurate exp (its numerics before ``436cd23``), and fp32 dropout-add-LayerNorm's forward against
+the accurate exp and reciprocal (its numerics before ``436cd23``), and fp32 dropout-add-LayerNorm's forward against
 fp32 arithmetic, at the production tiling, to show what accuracy would cost; those variants are
 diagnostics, never choices (the harness's error budget decides the numerics). Writes every median as JSON and prints the best
 candidate per shape; the chosen limits go into the kernel modules by hand.

@@ -619,7 +619,7 @@ def approximate_allowances(reference: Callable, kwargs: dict[str, Any], names: t
     approximated = _gradient_amps(reference, kwargs, names, grad_outputs, first_only, frozenset(functions))
     if plain is None:
         plain = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
-    return {n: None if a is None or plain.get(n) is None else (a - plain[n]).clamp_min(0.0)
+    return {n: None if a is None or plain[n] is None else (a - plain[n]).clamp_min(0.0)
             for n, a in approximated.items()}
 
 

@@ -235,17 +235,22 @@ def approximate_gradient_allowances(spec: KernelSpec, prepared: Prepared, names:
                                     first_only: bool, derived: dict) -> dict:
     """Per gradient, what the approximate functions the spec declares for this case may move it by,
     carried from the forward through autograd of the reference (``bounds.approximate_allowances``,
-    with ``derived``, the gradients' plain floors, where they were derived); {} where it declares
-    none, or where no floor is derived: the spec opts out or the case is past FLUSH_LIMIT."""
+    with ``derived``, the gradients' plain floors, where they were derived). {} where it declares
+    none, where the analysis does not run (``derive_floors=False``, a case past FLUSH_LIMIT), and
+    where it could not follow the reference (``derived_gradient_floors`` has warned already)."""
     if not spec.numerics.approximate_math or not _derives(spec, prepared):
         return {}
+    plain = None
+    if spec.numerics.gradient_term_magnitudes is None:  # derived_gradient_floors ran the analysis
+        if not derived:
+            return {}  # it raised, and said so
+        plain = derived
     functions = frozenset(_approximate_arguments(spec, prepared))
     if not functions:
         return {}
-    plain = derived if derived and spec.numerics.gradient_term_magnitudes is None else None
     return _derive(spec, lambda: bounds.approximate_allowances(spec.reference, prepared.copies(), names, grad_outs,
                                                                functions, first_only, plain), {},
-                   what="no allowance for its approximate functions in the gradients")
+                   what="no allowance for its approximate functions in the gradients; they are judged without it")
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
@@ -282,12 +287,13 @@ def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
 
 
 def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any,
-            what: str = "no derived error floor") -> Any:
+            what: str = "no derived error floor; its outputs are judged on eager's measured error alone") -> Any:
     try:
         return derive()
     except Exception as exc:  # noqa: BLE001 - NotDerivable, or a reference the subclass cannot run
-        warnings.warn(f"{spec.name}: {what} ({type(exc).__name__}: {exc}); its outputs are "
-                      f"judged on eager's measured error alone", bounds.DerivationWarning, stacklevel=2)
+        head, _, tail = what.partition("; ")
+        warnings.warn(f"{spec.name}: {head} ({type(exc).__name__}: {exc}); {tail}", bounds.DerivationWarning,
+                      stacklevel=2)
         return nothing
 
 

@@ -305,7 +305,8 @@ class Numerics:
     approximate_math: Mapping[str, Callable[[Call], Any]] = field(default_factory=dict)
     # Where the hooks above give no term magnitudes (forward or gradients), the envelope's floor is
     # derived from the reference itself: a first-order running error analysis of its own
-    # evaluation in eager's dtypes (harness.bounds). False judges on eager's measured error alone.
+    # evaluation in eager's dtypes (harness.bounds). False judges on eager's measured error alone,
+    # and also drops the gradients' allowance for approximate_math, which that analysis carries.
     derive_floors: bool = True
 
     def multiple_for(self, dtype: str, interpreter: bool = False, gradients: bool = False) -> float:

@@ -107,7 +107,9 @@ def _config(n: int, dtype: torch.dtype, backward: bool) -> tuple[_rows.RowTile, 
     in the forward (fp64 for fp64 rows); in the backward fp64 for fp32 and fp64 rows (WIDE, which
     also normalises by sum(y); fp32 for the fp32 rows read in one pass past the backward's block,
     below), fp32 for fp16/bf16 (eager's formula; see the module docstring).
-    PRECISE: the fp32 backward's reciprocal of an fp64 sum (``_reciprocal``).
+    PRECISE: the fp32 backward's reciprocal of an fp64 sum (``_reciprocal``); in the forward,
+    which production runs without it, it would also pick the accurate exp (``_rows.exp``:
+    ``benchmarks/tune_rows.py`` times the forward's numerics before ``436cd23`` so).
     """
     limits = _limits(backward)
     compute_size = 8 if dtype == torch.float64 else 4
@@ -142,7 +144,7 @@ def _reciprocal(total, PRECISE: tl.constexpr):
     ``_rows.reciprocal_moderate`` (a refined hardware seed, ~1e-15, far finer than what fp32 results
     round to, without IEEE division's slow-path call); an fp32 sum is divided with IEEE rounding
     (``div_rn``: once a row, so its cost does not show, and half an ulp where Triton's ``/`` takes
-    up to two); fp64 results divide."""
+    up to two); any other fp64 sum (fp64 results) divides."""
     if PRECISE and total.dtype == tl.float64:
         return _rows.reciprocal_moderate(total, True)
     elif total.dtype == tl.float32:

@@ -34,7 +34,7 @@ from harness.bench.timing import (
 )
 from harness.call import Call
 from harness.case import Case, TensorRecipe, torch_dtype
-from harness.checks import as_outputs, grad_names, prepare
+from harness.checks import _same_bits, as_outputs, grad_names, prepare
 from harness.dispatch import run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
@@ -224,11 +224,9 @@ def _watching_writes(name: str, call: Callable[[int], object], sets: list) -> Ca
 
 
 def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
-    """Whether any element differs (a NaN that stayed NaN has not changed)."""
-    differs = before != after
-    if before.is_floating_point() or before.is_complex():
-        differs &= ~(before.isnan() & after.isnan())
-    return bool(differs.any())
+    """Whether the tensor changed shape or any element changed value (NaN where NaN was counts as
+    unchanged): the determinism check's comparison (``harness.checks._same_bits``)."""
+    return not _same_bits(before, after)
 
 
 SAME_SIZE_COPY = "same-size copy"

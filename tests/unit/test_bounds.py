@@ -238,3 +238,49 @@ def test_our_norms_pass_with_their_hand_written_terms_taken_away(spec_name, chec
     count = profile.default.max_examples if on_gpu(device) else min(4, profile.default.max_examples)
     for dtype in ("float32", "bfloat16"):
         PropertyRun(bare, "triton", dtype, check, device, max_examples=count).run()
+
+
+def test_the_approximations_allowance_is_the_same_with_the_plain_floors_given_or_derived_again():
+    """checks passes the gradients' plain floors it derived already; the allowance must not change."""
+    x = torch.tensor([[0.0, -1.0, -70.0, float("-inf"), -0.5], [3.0, 2.5, -40.0, 0.0, 1.0]])
+    dy = torch.tensor([[0.3, -1.0, 2.0, 0.5, 0.7], [1.0, 0.0, -2.0, 0.25, 0.5]])
+    ref = lambda x: torch.softmax(x, -1)  # noqa: E731
+    plain = bounds.gradient_floors(ref, {"x": x}, ("x",), [dy])
+    given = bounds.approximate_allowances(ref, {"x": x}, ("x",), [dy], frozenset({"exp"}), plain=plain)["x"]
+    again = bounds.approximate_allowances(ref, {"x": x}, ("x",), [dy], frozenset({"exp"}))["x"]
+    assert torch.equal(given, again) and (given > 0).any()
+
+
+def test_a_reference_the_analysis_cannot_follow_warns_once_per_gradient_pass_and_gets_no_allowance():
+    """softmax declares its fast exp: where the gradients' floors cannot be derived, the allowance
+    (the same analysis) is not tried again, so the check warns once for it, not twice."""
+    from dataclasses import replace
+
+    from harness.checks import check_backward
+
+    spec = load_specs()["softmax"]
+    odd = replace(spec, reference=lambda x: torch.special.bessel_j0(x) * 0 + torch.softmax(x, -1))
+    case = next(iter(_softmax_cases(spec)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = check_backward(odd, lambda x: torch.softmax(x, -1), case, "cpu")
+    assert result.passed
+    derivation = [str(w.message) for w in caught if issubclass(w.category, bounds.DerivationWarning)]
+    passes = 1 + (case.grad_layout != "contiguous")
+    assert len(derivation) == passes and all("no derived error floor" in m for m in derivation)
+
+
+def test_a_spec_that_opts_out_of_the_analysis_gets_no_gradient_allowance():
+    from dataclasses import replace
+
+    from harness.checks import approximate_gradient_allowances
+
+    spec = load_specs()["softmax"]
+    case = next(iter(_softmax_cases(spec)))
+    prepared = prepare(case, "cpu")
+    grads = [torch.ones(prepared.kwargs()["x"].shape)]
+    assert approximate_gradient_allowances(spec, prepared, ("x",), grads, False, derived={}) == {}  # it raised
+    plain = bounds.gradient_floors(spec.reference, prepared.copies(), ("x",), grads)
+    assert approximate_gradient_allowances(spec, prepared, ("x",), grads, False, derived=plain)["x"] is not None
+    off = replace(spec, numerics=replace(spec.numerics, derive_floors=False))
+    assert approximate_gradient_allowances(off, prepared, ("x",), grads, False, derived=plain) == {}
