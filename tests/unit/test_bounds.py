@@ -197,17 +197,23 @@ def test_an_operator_without_a_rule_is_named_and_the_check_still_judges():
     x = torch.randn(8)
     with pytest.raises(bounds.NotDerivable, match="bessel_j0"):
         bounds.forward_floors(lambda x: torch.special.bessel_j0(x) - x, {"x": x})
-    spec = load_specs()["softmax"]
+    result, derivation, _ = _checked_with_an_underivable_reference(check_forward)
+    assert result.passed
+    assert any("bessel_j0" in m for m in derivation)
+
+
+def _checked_with_an_underivable_reference(check) -> tuple:
+    """``check`` of softmax on its first tiling case, the reference made underivable (bessel_j0 has
+    no rule): the result, the DerivationWarnings' messages and the case."""
     from dataclasses import replace
 
+    spec = load_specs()["softmax"]
     odd = replace(spec, reference=lambda x: torch.special.bessel_j0(x) * 0 + torch.softmax(x, -1))
     case = next(iter(_softmax_cases(spec)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = check_forward(odd, lambda x: torch.softmax(x, -1), case, "cpu")
-    assert result.passed
-    assert any(issubclass(w.category, bounds.DerivationWarning) and "bessel_j0" in str(w.message)
-               for w in caught)
+        result = check(odd, lambda x: torch.softmax(x, -1), case, "cpu")
+    return result, [str(w.message) for w in caught if issubclass(w.category, bounds.DerivationWarning)], case
 
 
 def _softmax_cases(spec):
@@ -254,18 +260,10 @@ def test_the_approximations_allowance_is_the_same_with_the_plain_floors_given_or
 def test_a_reference_the_analysis_cannot_follow_warns_once_per_gradient_pass_and_gets_no_allowance():
     """softmax declares its fast exp: where the gradients' floors cannot be derived, the allowance
     (the same analysis) is not tried again, so the check warns once for it, not twice."""
-    from dataclasses import replace
-
     from harness.checks import check_backward
 
-    spec = load_specs()["softmax"]
-    odd = replace(spec, reference=lambda x: torch.special.bessel_j0(x) * 0 + torch.softmax(x, -1))
-    case = next(iter(_softmax_cases(spec)))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = check_backward(odd, lambda x: torch.softmax(x, -1), case, "cpu")
+    result, derivation, case = _checked_with_an_underivable_reference(check_backward)
     assert result.passed
-    derivation = [str(w.message) for w in caught if issubclass(w.category, bounds.DerivationWarning)]
     passes = 1 + (case.grad_layout != "contiguous")
     assert len(derivation) == passes and all("no derived error floor" in m for m in derivation)
 
