@@ -590,11 +590,26 @@ def forward_floors(reference: Callable, kwargs: dict[str, Any]) -> tuple:
 
 
 def gradient_floors(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
-                    grad_outputs: list[torch.Tensor], first_only: bool = False) -> dict[str, torch.Tensor | None]:
+                    grad_outputs: list[torch.Tensor], first_only: bool = False,
+                    approximate: frozenset[str] = frozenset()) -> dict[str, torch.Tensor | None]:
     """Each gradient's ``amp`` (fp64) through autograd of the reference: the inputs ``names``
     differentiated, ``grad_outputs`` exact, one per differentiable output (``first_only``: the
-    first output's alone)."""
-    return _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+    first output's alone). ``approximate``: functions charged their fast forms' bounds in the
+    reference's forward (:func:`approximate_allowances`)."""
+    inputs = {k: exact(v, requires_grad=k in names) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+              for k, v in kwargs.items()}
+    token = _APPROXIMATE.set(approximate)
+    try:
+        out = reference(**inputs)
+    finally:
+        _APPROXIMATE.reset(token)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, torch.Tensor) and o.requires_grad]
+    if first_only:
+        outs = outs[:1]
+    grads = torch.autograd.grad(outs, [inputs[n] for n in names], [exact(g) for g in grad_outputs[: len(outs)]],
+                                allow_unused=True)
+    return {n: _unwrap_amp(g) for n, g in zip(names, grads)}
 
 
 def approximate_allowances(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
@@ -616,27 +631,8 @@ def approximate_allowances(reference: Callable, kwargs: dict[str, Any], names: t
     them): the approximations' share alone (the analysis is linear in its error terms), judged as
     the forward's allowance is, whatever the budget. It is an upper bound, taken with every error
     at its largest and of one sign, so in the bulk of a row it is a few times the floor."""
-    approximated = _gradient_amps(reference, kwargs, names, grad_outputs, first_only, frozenset(functions))
+    approximated = gradient_floors(reference, kwargs, names, grad_outputs, first_only, frozenset(functions))
     if plain is None:
-        plain = _gradient_amps(reference, kwargs, names, grad_outputs, first_only)
+        plain = gradient_floors(reference, kwargs, names, grad_outputs, first_only)
     return {n: None if a is None or plain[n] is None else (a - plain[n]).clamp_min(0.0)
             for n, a in approximated.items()}
-
-
-def _gradient_amps(reference: Callable, kwargs: dict[str, Any], names: tuple[str, ...],
-                   grad_outputs: list[torch.Tensor], first_only: bool,
-                   approximate: frozenset[str] = frozenset()) -> dict[str, torch.Tensor | None]:
-    inputs = {k: exact(v, requires_grad=k in names) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-              for k, v in kwargs.items()}
-    token = _APPROXIMATE.set(approximate)
-    try:
-        out = reference(**inputs)
-    finally:
-        _APPROXIMATE.reset(token)
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
-            if isinstance(o, torch.Tensor) and o.requires_grad]
-    if first_only:
-        outs = outs[:1]
-    grads = torch.autograd.grad(outs, [inputs[n] for n in names], [exact(g) for g in grad_outputs[: len(outs)]],
-                                allow_unused=True)
-    return {n: _unwrap_amp(g) for n, g in zip(names, grads)}

@@ -263,8 +263,8 @@ def gelu_grad_as_eager(z, g):
     rounded to fp32 where eager's kernels round it, CUDA's erfcf and expf, and the two branches
     added as autograd adds them (an IEEE add, not contracted into an fma with the product before
     it). On the GPU that is eager's gradient bit for bit but for flushed subnormals (the kernel
-flushes a subnormal value or product to zero); under the interpreter erfc and exp are
-    the fp64 evaluations rounded to fp32.
+    flushes a subnormal value or product to zero); under the interpreter erfc and exp are the fp64
+    evaluations rounded to fp32.
 
     Bias-GELU's fp32 backward takes it: the fp64 slope (:func:`gelu_and_slope`, 42 fp64 slots an
     element) binds the fp64 lanes, at 0.78x torch.compile's time on an H200 (benchmarks/results/

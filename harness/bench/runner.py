@@ -34,7 +34,7 @@ from harness.bench.timing import (
 )
 from harness.call import Call
 from harness.case import Case, TensorRecipe, torch_dtype
-from harness.checks import _same_bits, as_outputs, grad_names, prepare
+from harness.checks import as_outputs, grad_names, prepare
 from harness.dispatch import run_check
 from harness.errors import describe_exception
 from harness.layouts import Layout
@@ -155,17 +155,19 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
     grad_shapes: list = []  # per case, each differentiable output's (shape, dtype name)
 
     def input_sets() -> list:
+        """Per case: the call's kwargs and grad_output tensors, then what they were placed from
+        (the ``Prepared`` and the grad_outputs' ``Placed``, for ``_watching_writes``)."""
         sets = []
         for k, case in enumerate(cases):
             prepared = prepare(case, device)
             kwargs = prepared.kwargs(names if pass_ == "forward_backward" else ())
-            grads = []
+            placed = []
             if pass_ == "forward_backward":
                 if len(grad_shapes) <= k:  # the reference's outputs, once per case
                     outs = [o for o in as_outputs(spec.reference(**prepared.copies(grad_names=names))) if o.requires_grad]
                     grad_shapes.append([(tuple(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs])
-                grads = [case.grad_output_recipe(shape, dtype).build(device).tensor for shape, dtype in grad_shapes[k]]
-            sets.append((kwargs, grads))
+                placed = [case.grad_output_recipe(shape, dtype).build(device) for shape, dtype in grad_shapes[k]]
+            sets.append((kwargs, [g.tensor for g in placed], prepared, placed))
         return sets
 
     shared = input_sets()
@@ -179,7 +181,7 @@ def timed_calls(spec: KernelSpec, fns: dict[str, Callable], cases: list[Case], d
                     return fn(**sets[i][0])
         else:
             def call(i):
-                kwargs, grads = sets[i]
+                kwargs, grads, _, _ = sets[i]
                 outs = [o for o in as_outputs(fn(**kwargs)) if o.requires_grad]
                 return torch.autograd.grad(outs, [kwargs[n] for n in names], grads[: len(outs)], allow_unused=True)
         return call
@@ -207,26 +209,21 @@ def _watching_writes(name: str, call: Callable[[int], object], sets: list) -> Ca
     def first(i: int):
         if watched:
             return call(i)
-        kwargs, grads = sets[i]
-        tensors = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
-        tensors.update((f"grad_output[{j}]", g) for j, g in enumerate(grads))
-        before = {k: v.detach().clone() for k, v in tensors.items()}
+        _, _, prepared, grads = sets[i]
+        snapshots, grad_snapshots = prepared.snapshots(), [g.snapshot() for g in grads]
         out = call(i)
         watched.append(True)
-        written = [k for k, v in tensors.items() if _changed(before[k], v.detach())]
+        # the checks' own account of an input's changed regions (``Placed.changes``)
+        written = prepared.changes(snapshots)
+        written += [f"grad_output[{j}]: {c}" for j, (g, snap) in enumerate(zip(grads, grad_snapshots))
+                    for c in g.changes(snap)]
         if written:
-            warnings.warn(f"{name} wrote into its inputs ({', '.join(written)}): its later calls read what it wrote; "
-                          f"it is timed on input sets of its own, so the other implementations read the cases' values",
-                          PeerWroteInputs, stacklevel=2)
+            warnings.warn(f"{name} wrote into its inputs ({'; '.join(written)}): its later calls read what it "
+                          f"wrote; it is timed on input sets of its own, so the other implementations read the "
+                          f"cases' values", PeerWroteInputs, stacklevel=2)
         return out
 
     return first
-
-
-def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
-    """Whether the tensor changed shape or any element changed value (NaN where NaN was counts as
-    unchanged): the determinism check's comparison (``harness.checks._same_bits``)."""
-    return not _same_bits(before, after)
 
 
 SAME_SIZE_COPY = "same-size copy"
