@@ -118,26 +118,25 @@ class Placed:
         return self.base.detach().clone()
 
     def changes(self, snapshot: torch.Tensor) -> list[str]:
-        """Describe every region of the buffer whose bits differ from ``snapshot``."""
+        """Describe every region of the buffer whose bits differ from ``snapshot``: per region, how
+        many elements changed and the first one, regions in the order of their first changed
+        element. Vectorised: a benchmark's peer may write every element of a large input."""
         changed = (_bits(self.base.detach()) != _bits(snapshot)).cpu()
         if not bool(changed.any()):
             return []
         idx = torch.nonzero(changed).flatten()
-        regions: dict[str, list[int]] = {}
         end = self.data_start + self.data_numel
-        for i in idx.tolist():
-            if i < GUARD_ELEMENTS:
-                key = "guard band before the tensor (out-of-bounds write)"
-            elif i >= end:
-                key = "guard band after the tensor (out-of-bounds write)"
-            elif i < self.data_start:
-                key = "storage-offset padding before the tensor (out-of-bounds write)"
-            elif bool(self.data_mask[i]):
-                key = "the tensor's own elements (input modified in place)"
-            else:
-                key = "gaps between the tensor's strided elements (write to memory it does not own)"
-            regions.setdefault(key, []).append(i)
-        return [f"{len(v)} element(s) in {k}, first at buffer index {v[0]}" for k, v in regions.items()]
+        inside = (idx >= self.data_start) & (idx < end)
+        own = self.data_mask[idx]
+        regions = (
+            (idx < GUARD_ELEMENTS, "guard band before the tensor (out-of-bounds write)"),
+            (idx >= end, "guard band after the tensor (out-of-bounds write)"),
+            ((idx >= GUARD_ELEMENTS) & (idx < self.data_start), "storage-offset padding before the tensor (out-of-bounds write)"),
+            (inside & own, "the tensor's own elements (input modified in place)"),
+            (inside & ~own, "gaps between the tensor's strided elements (write to memory it does not own)"),
+        )
+        found = sorted((int(hits[0]), hits.numel(), key) for where, key in regions if (hits := idx[where]).numel())
+        return [f"{count} element(s) in {key}, first at buffer index {first}" for first, count, key in found]
 
 
 def place(values: torch.Tensor, layout: Layout, dtype: torch.dtype, device: torch.device | str) -> Placed:

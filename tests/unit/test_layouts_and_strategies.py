@@ -82,6 +82,37 @@ def test_guard_band_reports_out_of_bounds_writes_and_in_place_changes():
     assert "gaps between" in report
 
 
+def test_changes_counts_each_region_and_orders_them_by_first_change():
+    placed = place(torch.ones(2, 3, dtype=torch.float64), Layout(steps=(1, 2), offset=3), torch.float16, "cpu")
+    snap = placed.snapshot()
+    end = placed.data_start + placed.data_numel
+    placed.base[end + 1] = 0  # after the end
+    placed.base[GUARD_ELEMENTS + 1] = 0  # storage-offset padding
+    placed.base[2] = 0  # the guard band before
+    placed.tensor[1, :] = 5  # three of the tensor's own elements
+    placed.base[placed.data_start + 1] = 1  # a gap between strided elements
+    assert placed.changes(snap) == [
+        "1 element(s) in guard band before the tensor (out-of-bounds write), first at buffer index 2",
+        f"1 element(s) in storage-offset padding before the tensor (out-of-bounds write), first at buffer index "
+        f"{GUARD_ELEMENTS + 1}",
+        f"1 element(s) in gaps between the tensor's strided elements (write to memory it does not own), first at "
+        f"buffer index {placed.data_start + 1}",
+        f"3 element(s) in the tensor's own elements (input modified in place), first at buffer index "
+        f"{placed.data_start + 2 * 3}",
+        f"1 element(s) in guard band after the tensor (out-of-bounds write), first at buffer index {end + 1}",
+    ]
+
+
+def test_changes_of_an_input_written_whole_are_counted_not_listed():
+    # a benchmark's third-party peer may overwrite a large input entirely (Liger-Kernel's SwiGLU backward)
+    placed = place(torch.zeros(1024, 1024, dtype=torch.float64), Layout(), torch.float32, "cpu")
+    snap = placed.snapshot()
+    placed.tensor.fill_(1.0)
+    assert placed.changes(snap) == [
+        f"{1024 * 1024} element(s) in the tensor's own elements (input modified in place), first at buffer index "
+        f"{placed.data_start}"]
+
+
 def test_interesting_sizes_cover_primes_powers_and_block_boundaries():
     dim = Dim(cpu_max=200, gpu_max=5000, boundaries=lambda: (64,))
     cpu = interesting_sizes(dim, on_gpu=False)
