@@ -7,6 +7,7 @@ verdicts against a baseline) is exercised here with the timer replaced.
 """
 
 import dataclasses
+import statistics
 
 import pytest
 import torch
@@ -95,7 +96,8 @@ def test_bench_spec_records_every_implementation_and_pass(fake_clock, name, dims
     device, wall = sorted(triton_fwd, key=lambda r: r["figure"])
     assert device["speedup_vs_eager"] > 1.9 and device["key"].startswith(f"{name}/forward/")
     assert device["speedup_vs_best_peer"] == device["speedup_vs_eager"]
-    assert wall["speedup_vs_best_peer"] == pytest.approx(2.145 / 3.0)  # slower per call: below 1
+    eager_wall = statistics.median(2.0 + 0.01 * k for k in range(timing.TimingPlan().wall_repetitions))
+    assert wall["speedup_vs_best_peer"] == pytest.approx(eager_wall / 3.0)  # slower per call: below 1
     assert (device["vs_best_peer"], wall["vs_best_peer"]) == ("faster", "slower")
     assert wall["speedup_vs_best_peer_ci"][1] < 1.0 < device["speedup_vs_best_peer_ci"][0]
     assert "wall" in fake_clock
