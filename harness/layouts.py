@@ -120,23 +120,26 @@ class Placed:
     def changes(self, snapshot: torch.Tensor) -> list[str]:
         """Describe every region of the buffer whose bits differ from ``snapshot``: per region, how
         many elements changed and the first one, regions in the order of their first changed
-        element. Vectorised: a benchmark's peer may write every element of a large input."""
+        element. Counted with tensor operations over each region's span, never element by element:
+        a benchmark's peer may write every element of a large input."""
         changed = (_bits(self.base.detach()) != _bits(snapshot)).cpu()
         if not bool(changed.any()):
             return []
-        idx = torch.nonzero(changed).flatten()
-        end = self.data_start + self.data_numel
-        inside = (idx >= self.data_start) & (idx < end)
-        own = self.data_mask[idx]
-        regions = (
-            (idx < GUARD_ELEMENTS, "guard band before the tensor (out-of-bounds write)"),
-            (idx >= end, "guard band after the tensor (out-of-bounds write)"),
-            ((idx >= GUARD_ELEMENTS) & (idx < self.data_start), "storage-offset padding before the tensor (out-of-bounds write)"),
-            (inside & own, "the tensor's own elements (input modified in place)"),
-            (inside & ~own, "gaps between the tensor's strided elements (write to memory it does not own)"),
+        start, end = self.data_start, self.data_start + self.data_numel
+        data, mask = changed[start:end], self.data_mask[start:end]
+        regions = (  # (offset of the span, its changed elements, what the span is)
+            (0, changed[:GUARD_ELEMENTS], "guard band before the tensor (out-of-bounds write)"),
+            (GUARD_ELEMENTS, changed[GUARD_ELEMENTS:start], "storage-offset padding before the tensor (out-of-bounds write)"),
+            (start, data & mask, "the tensor's own elements (input modified in place)"),
+            (start, data & ~mask, "gaps between the tensor's strided elements (write to memory it does not own)"),
+            (end, changed[end:], "guard band after the tensor (out-of-bounds write)"),
         )
-        found = sorted((int(hits[0]), hits.numel(), key) for where, key in regions if (hits := idx[where]).numel())
-        return [f"{count} element(s) in {key}, first at buffer index {first}" for first, count, key in found]
+        found = []
+        for offset, span, key in regions:
+            count = int(span.sum())
+            if count:
+                found.append((offset + int(span.to(torch.uint8).argmax()), count, key))
+        return [f"{count} element(s) in {key}, first at buffer index {first}" for first, count, key in sorted(found)]
 
 
 def place(values: torch.Tensor, layout: Layout, dtype: torch.dtype, device: torch.device | str) -> Placed:
