@@ -54,10 +54,12 @@ class TimingPlan:
     input_sets: int = 3
     flush_l2: bool = True
     spin_cycles: int = 2_000_000  # ~1 ms at Hopper clocks: longer than any call's host-side work
-    # Batches per implementation (the regression rule wants >= 10 samples). A host-bound call's
-    # batches vary by 5-10% with the host, and the sign test's interval of the paired ratio narrows
-    # as the square root of the count: at 30 a real 5% lead over eager could read as a tie
-    # ([0.95, 1.13] at a median of 1.03), at 60 it reads as measured. A batch lasts ~2 ms.
+    # Batches per implementation (the regression rule wants >= 10 samples). Host-bound batches
+    # spread widely (an interquartile range of 10-30% of the median for a norm's forward+backward
+    # on an H200 host), and the sign test's interval of the paired ratio narrows as the square
+    # root of the count: in one run, the first 30 of 60 batches read a layer_norm line as a tie,
+    # 1.05 [0.99, 1.13], and all 60 as faster, 1.10 [1.02, 1.14]
+    # (benchmarks/results/2026-11-29-h200-35, call 6).
     wall_repetitions: int = 60
     wall_batch_ms: float = 2.0  # a batch lasts about this long (at least WALL_MIN_CALLS calls)
 
