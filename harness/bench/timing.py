@@ -61,7 +61,9 @@ class TimingPlan:
     # 1.05 [0.99, 1.13], and all 60 as faster, 1.10 [1.02, 1.14]
     # (benchmarks/results/2026-11-29-h200-35, call 6).
     wall_repetitions: int = 60
-    wall_batch_ms: float = 2.0  # a batch lasts about this long (at least WALL_MIN_CALLS calls)
+    # A batch holds enough calls for about this much of the slowest implementation's device time
+    # (at least WALL_MIN_CALLS calls); it lasts longer where the host bounds the calls.
+    wall_batch_ms: float = 2.0
 
 
 WALL_MIN_CALLS, WALL_MAX_CALLS = 10, 200
