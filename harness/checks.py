@@ -250,7 +250,8 @@ def approximate_gradient_allowances(spec: KernelSpec, prepared: Prepared, names:
         return {}
     return _derive(spec, lambda: bounds.approximate_allowances(spec.reference, prepared.copies(), names, grad_outs,
                                                                functions, first_only, plain), {},
-                   what="no allowance for its approximate functions in the gradients; they are judged without it")
+                   lost="no allowance for its approximate functions in the gradients",
+                   instead="they are judged without it")
 
 
 def term_magnitudes(spec: KernelSpec, prepared: Prepared) -> tuple:
@@ -286,13 +287,13 @@ def _derives(spec: KernelSpec, prepared: Prepared) -> bool:
     return spec.numerics.derive_floors and _within_flush_limit(prepared)
 
 
-def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any,
-            what: str = "no derived error floor; its outputs are judged on eager's measured error alone") -> Any:
+def _derive(spec: KernelSpec, derive: Callable[[], Any], nothing: Any, lost: str = "no derived error floor",
+            instead: str = "its outputs are judged on eager's measured error alone") -> Any:
+    """``derive()``, or ``nothing`` with a warning that says what was ``lost`` and what holds ``instead``."""
     try:
         return derive()
     except Exception as exc:  # noqa: BLE001 - NotDerivable, or a reference the subclass cannot run
-        head, _, tail = what.partition("; ")
-        warnings.warn(f"{spec.name}: {head} ({type(exc).__name__}: {exc}); {tail}", bounds.DerivationWarning,
+        warnings.warn(f"{spec.name}: {lost} ({type(exc).__name__}: {exc}); {instead}", bounds.DerivationWarning,
                       stacklevel=2)
         return nothing
 

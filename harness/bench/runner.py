@@ -204,15 +204,16 @@ def _watching_writes(name: str, call: Callable[[int], object], sets: list) -> Ca
     """``call``, whose first call also says which of its input set's tensors it changed, as a
     ``PeerWroteInputs`` warning (kept in the records like any first call's warning): its later
     calls read what it wrote, not the case's values."""
-    watched = []
+    watched = False
 
     def first(i: int):
+        nonlocal watched
         if watched:
             return call(i)
         _, _, prepared, grads = sets[i]
         snapshots, grad_snapshots = prepared.snapshots(), [g.snapshot() for g in grads]
         out = call(i)
-        watched.append(True)
+        watched = True
         # the checks' own account of an input's changed regions (``Placed.changes``)
         written = prepared.changes(snapshots)
         written += [f"grad_output[{j}]: {c}" for j, (g, snap) in enumerate(zip(grads, grad_snapshots))
