@@ -266,25 +266,23 @@ def block_boundaries() -> tuple[int, ...]:
 
 @triton.jit
 def _exp2_shifted(qk, m, qk_scale, log2_l):
-    """``exp2((qk - m) * c - log2 l)``: softmax numerators (log2_l = 0) or probabilities.
+    """``exp2(qk * c - (m * c + log2 l))``: softmax numerators (log2_l = 0) or probabilities.
 
-    The maximum is subtracted from the raw scores first, where the subtraction is exact for
-    scores near it (Sterbenz), and only then scaled. The usual folded form ``qk * c - m * c``
-    rounds ``m * c``, an error of eps * |score| in every exponent: with logits of 1e4 that is
-    1e-3, more than half an ulp of bf16 at 1, so the row's largest probability would round away
-    from the exact value eager gives it (1 / l), and every gradient through it would move.
+    ``m`` and ``log2_l`` are per row (or per column), so the per-score work is one fused
+    multiply-add and the exp2. Rounding ``m * c`` moves every exponent by up to eps * |m * c|:
+    at the spec's logits (a few hundred) that is 2e-5 of p, far below half an ulp of fp16 or
+    bf16; logits of 1e4, where it would reach bf16's half ulp, are outside the contract for any
+    recomputing backward (specs/flash_attention.py).
     """
-    return tl.math.exp2((qk - m) * qk_scale - log2_l)
+    return tl.math.exp2(qk * qk_scale - (m * qk_scale + log2_l))
 
 
 @triton.jit
-def _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                offs_m, offs_d, lo, hi, seq, qk_scale,
-                BLOCK_N: tl.constexpr, MASK: tl.constexpr, ROUNDED_SUM: tl.constexpr):
-    """Fold key blocks [lo, hi) into the running (acc, l, w, m): l sums the probabilities, w (with
-    ROUNDED_SUM, else left as it is) the same probabilities as rounded for the PV product. MASK: 0
-    none (every key of every block visible to every row), 1 causal (key j visible to row i iff
-    j <= i), 2 keys < seq."""
+def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                offs_m, offs_d, lo, hi, seq, qk_scale, BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+    """Fold key blocks [lo, hi) into the running (acc, l, m): l sums the unrounded probabilities.
+    MASK: 0 none (every key of every block visible to every row), 1 causal (key j visible to row
+    i iff j <= i), 2 keys < seq."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         kv_offs_k = offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
@@ -302,24 +300,19 @@ def _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, stride_kn, stride_kd, str
         elif MASK == 2:
             qk = tl.where((offs_n < seq)[None, :], qk, -float("inf"))
         # Every row has a visible key in the first block it folds (key 0, or a full block), so
-        # m_new is finite and alpha = exp2(-inf) = 0 on the first step, never NaN. The maximum is
-        # subtracted before scaling: qk - m is exact near the maximum, so the largest p is
-        # exactly 1 as in eager (see _exp2_shifted).
+        # m_new is finite and alpha = exp2(-inf) = 0 on the first step, never NaN.
         m_new = tl.maximum(m_i, tl.max(qk, 1))
         p = _exp2_shifted(qk, m_new[:, None], qk_scale, 0.0)
         alpha = _exp2_shifted(m_i, m_new, qk_scale, 0.0)
         l_i = l_i * alpha + tl.sum(p, 1)
-        p_rounded = _rows.cast_for_store(p, v_base)
-        if ROUNDED_SUM:
-            w_i = w_i * alpha + tl.sum(p_rounded.to(tl.float32), 1)
-        acc = dot(p_rounded, v, acc * alpha[:, None])
+        acc = dot(_rows.cast_for_store(p, v_base), v, acc * alpha[:, None])
         m_i = m_new
-    return acc, l_i, w_i, m_i
+    return acc, l_i, m_i
 
 
 @_launch.jit
 def _attn_fwd_kernel(
-    Q, K, V, O, O_LO, LSE, M, L,
+    Q, K, V, O, LSE, M, L,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
     H, GROUP, SEQ, scale, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
@@ -343,37 +336,30 @@ def _attn_fwd_kernel(
 
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    w_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     if CAUSAL:
         # Keys [0, start_m) are visible to every row of the block; the diagonal blocks are masked.
-        acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0, SAVE_STATS)
-        acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                         offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
                                          offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
-                                         SEQ, qk_scale, BLOCK_N, 1, SAVE_STATS)
+                                         SEQ, qk_scale, BLOCK_N, 1)
     else:
         full = (SEQ // BLOCK_N) * BLOCK_N
-        acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0, SAVE_STATS)
-        acc, l_i, w_i, m_i = _fwd_blocks(acc, l_i, w_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2, SAVE_STATS)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                         offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                         offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
 
     out = acc / l_i[:, None]
     lse = m_i * scale + tl.log(l_i)
     row = bh.to(tl.int64) * SEQ + offs_m
     o_offs = row[:, None] * HEAD_DIM + offs_d[None, :]
-    out_stored = _rows.cast_for_store(out, O)
-    tl.store(O + o_offs, out_stored, mask=row_ok[:, None])
+    tl.store(O + o_offs, _rows.cast_for_store(out, O), mask=row_ok[:, None])
     tl.store(LSE + row, lse, mask=row_ok)
     if SAVE_STATS:  # the backward's P needs the raw maximum and the denominator, not only lse
         tl.store(M + row, m_i, mask=row_ok)
         tl.store(L + row, l_i, mask=row_ok)
-        # and its D the output before its rounding, as the average of v under the weights it was
-        # summed with (w, the rounded probabilities' sum; module docstring): what the stored
-        # output lacks of it, in O's dtype
-        out_for_d = acc / w_i[:, None]
-        tl.store(O_LO + o_offs, _rows.cast_for_store(out_for_d - out_stored.to(tl.float32), O), mask=row_ok[:, None])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -383,11 +369,10 @@ def _attn_fwd_kernel(
 
 @_launch.jit
 def _bwd_delta_kernel(
-    O, O_LO, DO, DLSE, DELTA, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
+    O, DO, DLSE, DELTA, sdo_b, sdo_h, sdo_s, sdo_d, sdl_b, sdl_h, sdl_s,
     H, SEQ, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, HAS_DLSE: tl.constexpr,
 ):
-    """D = rowsum(dO * O) - dlse for one block of query rows, with O the forward's fp32 output
-    rebuilt as the stored output plus what it lacks of ``acc / w`` (both contiguous, this module's)."""
+    """D = rowsum(dO * O) - dlse for one block of query rows, O the stored output (contiguous)."""
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
@@ -397,7 +382,6 @@ def _bwd_delta_kernel(
     row = bh.to(tl.int64) * SEQ + offs_m
     o_offs = row[:, None] * HEAD_DIM + offs_d[None, :]
     o = tl.load(O + o_offs, mask=row_ok[:, None], other=0.0).to(tl.float32)
-    o += tl.load(O_LO + o_offs, mask=row_ok[:, None], other=0.0).to(tl.float32)
     do = tl.load(DO + b * sdo_b + h * sdo_h + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d,
                  mask=row_ok[:, None], other=0.0).to(tl.float32)
     delta = tl.sum(o * do, 1)
@@ -639,13 +623,13 @@ def _unit_inner(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal: bool, scale, qk_scale, save_stats: bool):
+def _fwd_launch(q, k, v, out, lse, m, l, causal: bool, scale, qk_scale, save_stats: bool):
     """The forward kernel's (grid, arguments, options) for q, k and v as laid out: the one list
     that both the Python path and the native recording launch (the scales may be the recording's
     per-call floats)."""
     batch, heads, seq, head_dim = q.shape
     config = _fwd_config(head_dim)
-    args = (q, k, v, out, out_lo, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
+    args = (q, k, v, out, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
             qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
                 SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages)
@@ -678,12 +662,12 @@ def _bwd_chunk_of(q, k, config: BwdConfig, causal: bool) -> int:
     return _bwd_chunk(group, triton.cdiv(seq, config.block_n1) * batch * kv_heads, q.device)
 
 
-def _delta_launch(out, out_lo, dout, dlse, delta, config: BwdConfig):
+def _delta_launch(out, dout, dlse, delta, config: BwdConfig):
     """The preprocessing kernel's (grid, arguments, options); ``dlse`` None: no log-sum-exp gradient
     (``delta`` stands in for its pointer, never read)."""
     batch, heads, seq, head_dim = out.shape
     dlse_strides = _rows.launch_strides(dlse) if dlse is not None else (0, 0, 0)
-    args = (out, out_lo, dout, dlse if dlse is not None else delta, delta, *_rows.launch_strides(dout), *dlse_strides,
+    args = (out, dout, dlse if dlse is not None else delta, delta, *_rows.launch_strides(dout), *dlse_strides,
             heads, seq)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m2, HAS_DLSE=dlse is not None, num_warps=config.num_warps)
     return (triton.cdiv(seq, config.block_m2), batch * heads), args, meta
@@ -703,24 +687,21 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
 
 
 def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
-    """(out, lse), plus (m, l, out_lo) when ``save_stats``: each row's raw-score maximum and softmax
-    denominator, which the backward needs to recompute P exactly (see ``_exp2_shifted``), and the
-    fp32 output normalised by the rounded probabilities' sum, minus the stored output (in q's
-    dtype), for its D (module docstring)."""
+    """(out, lse), plus (m, l) when ``save_stats``: each row's raw-score maximum and softmax
+    denominator, from which the backward recomputes P (``_exp2_shifted``)."""
     q, k, v = (_unit_inner(t) for t in (q, k, v))
     batch, heads, seq, _ = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
-    out_lo = torch.empty_like(out) if save_stats else out
     if out.numel() > 0:
-        grid, args, meta = _fwd_launch(q, k, v, out, out_lo, lse, m, l, causal, scale, scale * _LOG2E, save_stats)
+        grid, args, meta = _fwd_launch(q, k, v, out, lse, m, l, causal, scale, scale * _LOG2E, save_stats)
         with _rows.launch_guard(q):
             _attn_fwd_kernel[grid](*args, **meta)
-    return (out, lse, m, l, out_lo) if save_stats else (out, lse)
+    return (out, lse, m, l) if save_stats else (out, lse)
 
 
-def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float):
+def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
     q, k, v, dout = (_unit_inner(t) for t in (q, k, v, dout))  # q, k, v: as the forward left them
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
@@ -738,7 +719,7 @@ def _backward(q, k, v, out, out_lo, m, l, dout, dlse, causal: bool, scale: float
                           for _ in range(2))
     delta = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     with _rows.launch_guard(q):
-        grid, args, meta = _delta_launch(out, out_lo, dout, dlse, delta, config)
+        grid, args, meta = _delta_launch(out, dout, dlse, delta, config)
         _bwd_delta_kernel[grid](*args, **meta)
         grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal, scale, scale * _LOG2E,
                                        config, chunk)
@@ -753,8 +734,8 @@ class _FlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal: bool, scale: float):
         q, k, v = (_unit_inner(t) for t in (q, k, v))  # saved so, for the backward not to copy again
-        out, lse, m, l, out_lo = _forward(q, k, v, causal, scale, save_stats=True)
-        ctx.save_for_backward(q, k, v, out, out_lo, m, l)
+        out, lse, m, l = _forward(q, k, v, causal, scale, save_stats=True)
+        ctx.save_for_backward(q, k, v, out, m, l)
         ctx.causal, ctx.scale = causal, scale
         ctx.set_materialize_grads(False)  # an unused output's gradient arrives as None, not zeros
         return out, lse
@@ -762,20 +743,20 @@ class _FlashAttention(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout, dlse):
-        q, k, v, out, out_lo, m, l = ctx.saved_tensors
+        q, k, v, out, m, l = ctx.saved_tensors
         if dout is None and dlse is None:
             return None, None, None, None, None
         # Autograd may hand gradients of another dtype; convert, never mutate them.
         dout = torch.zeros_like(out) if dout is None else dout.to(out.dtype)
         if dlse is not None:
             dlse = dlse.to(torch.float32)
-        dq, dk, dv = _backward(q, k, v, out, out_lo, m, l, dout, dlse, ctx.causal, ctx.scale)
+        dq, dk, dv = _backward(q, k, v, out, m, l, dout, dlse, ctx.causal, ctx.scale)
         need_q, need_k, need_v = ctx.needs_input_grad[:3]
         return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None
 
 
 # The custom op (kernels/_ops.py): out and lse, then what the backward reads (the row maxima m, the
-# denominators l and out_lo) where ``save`` is set, else empty tensors in their place (the forward
+# denominators l) where ``save`` is set, else empty tensors in their place (the forward
 # without them fills none: an op may not return lse or out twice). The backward reads q, k and v as
 # given and makes the forward's copies of those whose head_dim stride is not 1 again (_unit_inner).
 _NOTHING_SAVED = (0,)
@@ -783,14 +764,14 @@ _NOTHING_SAVED = (0,)
 
 @_ops.op(
     "flash_attention",
-    "(Tensor q, Tensor k, Tensor v, bool causal, float scale, bool save) -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
+    "(Tensor q, Tensor k, Tensor v, bool causal, float scale, bool save) -> (Tensor, Tensor, Tensor, Tensor)",
 )
 def flash_attention_op(q, k, v, causal, scale, save):
-    """out, lse, m, l, out_lo (the last three empty unless ``save``)."""
+    """out, lse, m, l (the last two empty unless ``save``)."""
     if save:
         return _forward(q, k, v, causal, scale, save_stats=True)
     out, lse = _forward(q, k, v, causal, scale)
-    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED), out.new_empty(_NOTHING_SAVED)
+    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED)
 
 
 @flash_attention_op.register_fake
@@ -798,42 +779,42 @@ def _(q, k, v, causal, scale, save):
     out = q.new_empty(q.shape)
     lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
     if save:
-        return out, lse, torch.empty_like(lse), torch.empty_like(lse), torch.empty_like(out)
-    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED), out.new_empty(_NOTHING_SAVED)
+        return out, lse, torch.empty_like(lse), torch.empty_like(lse)
+    return out, lse, lse.new_empty(_NOTHING_SAVED), lse.new_empty(_NOTHING_SAVED)
 
 
 @_ops.op(
     "flash_attention_backward",
-    "(Tensor q, Tensor k, Tensor v, Tensor out, Tensor out_lo, Tensor m, Tensor l, Tensor dout, Tensor? dlse, "
+    "(Tensor q, Tensor k, Tensor v, Tensor out, Tensor m, Tensor l, Tensor dout, Tensor? dlse, "
     "bool causal, float scale) -> Tensor[]",
 )
-def flash_attention_backward(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale):
+def flash_attention_backward(q, k, v, out, m, l, dout, dlse, causal, scale):
     """``_backward`` as an op: [dq, dk, dv] (one launch computes all three)."""
-    return list(_backward(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale))
+    return list(_backward(q, k, v, out, m, l, dout, dlse, causal, scale))
 
 
 @flash_attention_backward.register_fake
-def _(q, k, v, out, out_lo, m, l, dout, dlse, causal, scale):
+def _(q, k, v, out, m, l, dout, dlse, causal, scale):
     return [q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)]
 
 
 def _setup(ctx, inputs, output):
     q, k, v, causal, scale, save = inputs
-    out, _, m, l, out_lo = output
-    ctx.save_for_backward(q, k, v, out, out_lo, m, l)
+    out, _, m, l = output
+    ctx.save_for_backward(q, k, v, out, m, l)
     ctx.causal, ctx.scale, ctx.saved = causal, scale, save
     ctx.set_materialize_grads(False)  # as _FlashAttention: an unused output's gradient stays None
 
 
-def _op_backward(ctx, dout, dlse, _dm, _dl, _dout_lo):
+def _op_backward(ctx, dout, dlse, _dm, _dl):
     if dout is None and dlse is None:
         return None, None, None, None, None, None
     if not ctx.saved:  # the entry point passes save=True whenever a gradient may be asked for
         raise RuntimeError(f"{OP}: flash_attention_op(..., save=False) saved nothing for its backward")
-    q, k, v, out, out_lo, m, l = ctx.saved_tensors
+    q, k, v, out, m, l = ctx.saved_tensors
     dout = torch.zeros_like(out) if dout is None else dout.to(out.dtype)
     dlse = None if dlse is None else dlse.to(torch.float32)
-    dq, dk, dv = flash_attention_backward(q, k, v, out, out_lo, m, l, dout, dlse, ctx.causal, ctx.scale)
+    dq, dk, dv = flash_attention_backward(q, k, v, out, m, l, dout, dlse, ctx.causal, ctx.scale)
     need_q, need_k, need_v = ctx.needs_input_grad[:3]
     return dq if need_q else None, dk if need_k else None, dv if need_v else None, None, None, None
 
@@ -879,25 +860,25 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
     qs, ks, vs = forward.given
     outs = forward.empty(q.shape, q.dtype)
     lses = forward.empty(stats_shape, torch.float32)
-    ms, ls, los = ((forward.empty(stats_shape, torch.float32), forward.empty(stats_shape, torch.float32),
-                    forward.empty(q.shape, q.dtype)) if save else (lses, lses, outs))
+    ms, ls = ((forward.empty(stats_shape, torch.float32), forward.empty(stats_shape, torch.float32)) if save
+              else (lses, lses))
     scale, qk_scale = forward.float_arg(0), forward.float_arg(1)
     try:
-        grid, args, meta = _fwd_launch(q, k, v, out, out, lse, lse, lse, causal, 1.0, 1.0, save)
+        grid, args, meta = _fwd_launch(q, k, v, out, lse, lse, lse, causal, 1.0, 1.0, save)
         forward.launch(_attn_fwd_kernel.bind(grid, args, meta, runtime=len(args)),
-                       qs, ks, vs, outs, los, lses, ms, ls, *args[8:-2], scale, qk_scale)
+                       qs, ks, vs, outs, lses, ms, ls, *args[7:-2], scale, qk_scale)
         if not save:
             return _native.program(forward, [outs, lses])
         record, (dqs, dks, dvs) = _native_backward(q, k, v, out, lse, causal)
     except _native.Unsupported:
         return _native.NOT_SERVED
     gradients = [slot if need else None for slot, need in zip((dqs, dks, dvs), needs)]
-    return _native.program(forward, [outs, lses], saved=[qs, ks, vs, outs, los, ms, ls], backward=record,
+    return _native.program(forward, [outs, lses], saved=[qs, ks, vs, outs, ms, ls], backward=record,
                            gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
 
 
 def _native_backward(q, k, v, out, lse, causal: bool):
-    """The backward's recording, given (q, k, v, out, out_lo, m, l, dout, dlse), and the slots of
+    """The backward's recording, given (q, k, v, out, m, l, dout, dlse), and the slots of
     dq, dk and dv."""
     config = _bwd_config(q.shape, causal, q.device)
     chunk = _bwd_chunk_of(q, k, config, causal)
@@ -905,14 +886,14 @@ def _native_backward(q, k, v, out, lse, causal: bool):
     dout, dq = torch.empty_like(out), torch.empty_like(out)
     dk = torch.empty_like(k, memory_format=torch.contiguous_format)
     dlse, delta = torch.empty_like(lse), torch.empty_like(lse)
-    record = _native.Builder(9)
-    q_s, k_s, v_s, out_s, lo_s, m_s, l_s, dout_s, dlse_s = record.given
+    record = _native.Builder(8)
+    q_s, k_s, v_s, out_s, m_s, l_s, dout_s, dlse_s = record.given
     dqs = record.empty(q.shape, q.dtype)
     dks, dvs = (record.empty(k.shape, k.dtype) for _ in range(2))
     delta_s = record.empty(lse.shape, torch.float32)
-    grid, args, meta = _delta_launch(out, out, dout, dlse, delta, config)
+    grid, args, meta = _delta_launch(out, dout, dlse, delta, config)
     record.launch(_bwd_delta_kernel.bind(grid, args, meta, runtime=len(args)),
-                  out_s, lo_s, dout_s, dlse_s, delta_s, *args[5:])
+                  out_s, dout_s, dlse_s, delta_s, *args[4:])
     if chunks == 1:  # each program sums a whole group: it writes the gradients themselves
         dk_part, dk_parts, dv_parts = dk, dks, dvs
     else:  # fp32 partial sums, one per chunk, added by _group_sum_kernel
