@@ -12,44 +12,24 @@ combine partial outputs through it and need its gradient; it costs the backward 
 Forward: one program per (block of BLOCK_M queries, batch x q head). It streams the keys and values
 in blocks of BLOCK_N with an online softmax: a running row maximum m (in raw-score units), a running
 denominator l, and the fp32 accumulator rescaled by ``exp2((m_old - m_new) * scale * log2 e)``
-whenever the maximum grows. The exponent is ``(qk - m) * c`` with ``c = scale * log2(e)`` folded
-into one constant, then ``exp2``: subtracting the maximum before scaling keeps the largest p exactly
-1 whatever the logits' magnitude (one more add per score than the usual fused ``qk * c - m * c``,
-whose rounding of ``m * c`` moves every probability by eps * |score|). P is rounded to the
-input dtype for the tensor-core PV product; l is summed from the unrounded fp32 values, and the
-output is ``acc / l``. Those weights add up to ``1 + e``, e the sum of the probabilities'
-roundings over l: a random walk in most rows, but in a near-uniform row every probability sits just
-under 1 and they all round alike (e up to 2^-9 in bf16). A forward that records a graph therefore
-also sums the probabilities as rounded (w), and the fp32 output it saves for the backward's D
-(below) is ``acc / w``, the average of v under exactly the weights it was summed with: with
-``acc / l`` there, D would move by ``e * rowsum(dO * O)``, which no longer cancels against dP in
-``dS = P * (dP - D)`` where v's rows are alike: dQ would reach 4.73x its envelope (bf16, seq 509,
-small keys, v broadcast along the sequence; ``tests/unit/test_attention_weights.py``). The second
-sum costs that forward a row reduction per key block, up to 29% of an inference forward's time,
-so the inference forward, which needs no D, keeps the one sum; forward+backward pays a few
-percent (docs/performance.md). The key loop has two stages so that the common blocks carry no
+whenever the maximum grows. The exponent is ``qk * c - m * c`` with ``c = scale * log2(e)``, one
+fused multiply-add per score (``m * c`` once per row), then ``exp2``. P is rounded to the input
+dtype for the tensor-core PV product; l is summed from the unrounded fp32 values, and the output is
+``acc / l``, as in FlashAttention-2. The key loop has two stages so that the common blocks carry no
 masks: blocks known to be fully visible run without any ``where``; only the last partial block
 (non-causal) or the diagonal blocks (causal) are masked. A causal program stops at its diagonal
-(blocks above it are never loaded), and causal programs start with the heaviest query blocks so
-the last wave is short.
+(blocks above it are never loaded), and causal programs start with the heaviest query blocks so the
+last wave is short.
 
 Backward (deterministic, no atomics), FlashAttention-2's scheme:
- 1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32), with O
-    the forward's fp32 output ``acc / w`` (above): the forward saves, beside the stored output,
-    what the stored output lacks of it (``acc / w - out``, in the input dtype: the stored
-    output's rounding and, in a near-uniform row, up to 2^-9 of O more; together they carry O to
-    about twice the dtype's precision). FlashAttention-2 takes D from the stored output, and that
-    rounding moves D, and with it every element of a row of dQ along ``(P K)_i``: up to 4.07x
-    eager's envelope (fp16, v of mixed row scales, where an ulp of O is 16). The residual costs
-    one more output-sized write in a forward that records a graph, one more read in the backward,
-    and one output-sized tensor of saved memory;
- 2. one launch whose program ``(i, batch x head)`` (grouped k and v: below) does two independent jobs: it accumulates
-    dK and dV for key block i by looping over the query blocks that see it (recomputing
-    ``P = exp2((qk - m) * c - log2 l)`` from each row's saved maximum m and denominator l (8 bytes
-    per row; the log-sum-exp alone would reintroduce the eps * |score| error), ``dV += P^T dO``,
-    ``dS = P * (dP - D)``, ``dK += dS^T Q``; with queries or keys as rows of the scores, and dP's
-    product issued beside QK^T's or after dV's, as ``_dkdv_loop`` chooses: the same sums either
-    way), and it accumulates dQ for query block i by
+ 1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32) from the
+    stored output;
+ 2. one launch whose program ``(i, batch x head)`` (grouped k and v: below) does two independent
+    jobs: it accumulates dK and dV for key block i by looping over the query blocks that see it
+    (recomputing ``P = exp2(qk * c - (m * c + log2 l))`` from each row's saved maximum m and
+    denominator l, 8 bytes per row), ``dV += P^T dO``, ``dS = P * (dP - D)``, ``dK += dS^T Q``; with
+    queries or keys as rows of the scores, and dP's product issued beside QK^T's or after dV's, as
+    ``_dkdv_loop`` chooses: the same sums either way), and it accumulates dQ for query block i by
     looping over the key blocks it sees (``dQ += dS K``). Each output element is written by exactly
     one program, so repeated calls are bitwise identical.
     Grouped k and v: a program takes a chunk of the q heads that share a k/v head (the whole
@@ -66,11 +46,11 @@ Query rows past the end of the sequence are loaded as zeros with maximum +inf, w
 their P exactly 0, so the dK/dV loop needs no masks except the causal ones; the dQ loop masks the
 keys past the end in its last block (as the forward does).
 
-Numerics: fp32 accumulation everywhere; the roundings to the input dtype are those of every flash
-kernel (P before PV and in dV, dS before dQ/dK) less one: D comes from the unrounded output,
-normalised by the rounded weights' own sum. The reference (``references/flash_attention.py``)
-states all three of FlashAttention-2's, so the harness's budget covers them; this kernel's D is
-more accurate than that budget assumes.
+Numerics: fp32 accumulation everywhere, and FlashAttention-2's three roundings to the input dtype
+(P before PV and in dV, dS before dQ/dK, D from the stored output), which the reference
+(``references/flash_attention.py``) states so that the harness's budget covers them.
+``tests/unit/test_attention_weights.py`` checks that budget against the scheme emulated in torch
+on cases of the kinds where D's roundings were once found beyond it.
 
 Tiling: on a GPU, forward blocks of 64 queries x 64 keys, 4 warps, 3 pipeline stages; the
 backward's tiles per head_dim, smaller where the large ones would leave SMs idle (``_GPU_BWD``).

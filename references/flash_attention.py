@@ -17,11 +17,8 @@ which is calibrated on this function run in the kernel's dtype, contains them:
    output as stored, rounded to the input dtype (FlashAttention-2's preprocessing step), not the
    unrounded fp32 output. In rows where attention is peaked the true ``dQ`` is tiny and this
    rounding is most of a flash kernel's error there; without it the budget would demand more than
-   a FlashAttention-2 backward can give. (This project's kernel saves, beside the stored output,
-   what it lacks of the fp32 output, and takes D from that fp32 output, normalised by the sum of
-   the rounded probabilities it was summed from, so its error falls well inside this part of the
-   budget; the reference keeps the rounding so that the budget stays the one any flash kernel
-   registered against it must meet.)
+   a FlashAttention-2 backward can give. (This project's kernel takes D so too;
+   ``tests/unit/test_attention_weights.py`` checks the budget against the scheme emulated in torch.)
 
 Without these, eager in fp16 makes only the final rounding of the output, and a flash kernel's
 legitimate error (each P element off by half an ulp, summed over the keys) would exceed that

@@ -10,9 +10,7 @@ The error budget is the harness's standard one, with multiple 2: the reference
 FlashAttention-2 kernel performs (P before the PV product, dS before the dQ/dK products, D from
 the stored output), so eager's calibrated error already contains the kind of error a correct flash
 kernel makes; what remains between them is a different rounding pattern at the same points, which
-the envelope's row maximum and its calibration samples absorb. (The Triton kernel takes D from its
-fp32 output instead, the third rounding's error being a whole row of dQ at once: its dQ error is
-below what this budget allows for.)
+the envelope's row maximum and its calibration samples absorb.
 
 Logits are generated up to a few hundred in magnitude (q and k of unit scale, scale up to 4), which
 covers attention from uniform to one-hot rows. Logits of 1e4 and more (q and k both of scale 1e2)
