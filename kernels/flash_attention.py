@@ -11,15 +11,14 @@ combine partial outputs through it and need its gradient; it costs the backward 
 
 Forward: one program per (block of BLOCK_M queries, batch x q head). It streams the keys and values
 in blocks of BLOCK_N with an online softmax: a running row maximum m (in raw-score units), a running
-denominator l, and the fp32 accumulator rescaled by ``exp2((m_old - m_new) * scale * log2 e)``
-whenever the maximum grows. The exponent is ``qk * c - m * c`` with ``c = scale * log2(e)``, one
-fused multiply-add per score (``m * c`` once per row), then ``exp2``. P is rounded to the input
-dtype for the tensor-core PV product; l is summed from the unrounded fp32 values, and the output is
-``acc / l``, as in FlashAttention-2. The key loop has two stages so that the common blocks carry no
-masks: blocks known to be fully visible run without any ``where``; only the last partial block
-(non-causal) or the diagonal blocks (causal) are masked. A causal program stops at its diagonal
-(blocks above it are never loaded), and causal programs start with the heaviest query blocks so the
-last wave is short.
+denominator l, and the fp32 accumulator rescaled by ``exp2(m_old * c - m_new * c)`` whenever the
+maximum grows, ``c = scale * log2(e)``. The exponent is ``qk * c - m * c``, one fused multiply-add
+per score (``m * c`` once per row), then ``exp2``. P is rounded to the input dtype for the
+tensor-core PV product; l is summed from the unrounded fp32 values, and the output is ``acc / l``,
+as in FlashAttention-2. The key loop has two stages so that the common blocks carry no masks: blocks
+known to be fully visible run without any ``where``; only the last partial block (non-causal) or the
+diagonal blocks (causal) are masked. A causal program stops at its diagonal (blocks above it are
+never loaded), and causal programs start with the heaviest query blocks so the last wave is short.
 
 Backward (deterministic, no atomics), FlashAttention-2's scheme:
  1. a preprocessing kernel computes ``D = rowsum(dO * O) - dlse`` per query row (fp32) from the
@@ -320,16 +319,16 @@ def _attn_fwd_kernel(
     if CAUSAL:
         # Keys [0, start_m) are visible to every row of the block; the diagonal blocks are masked.
         acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
+                                    offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
         acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
-                                         SEQ, qk_scale, BLOCK_N, 1)
+                                    offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
+                                    SEQ, qk_scale, BLOCK_N, 1)
     else:
         full = (SEQ // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
+                                    offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
         acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                         offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
+                                    offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
 
     out = acc / l_i[:, None]
     lse = m_i * scale + tl.log(l_i)

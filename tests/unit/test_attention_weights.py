@@ -4,7 +4,8 @@ Every FlashAttention-2 kernel (this project's among them) takes the backward's r
 D = rowsum(dO * O) from the stored output, which carries the forward's roundings: P rounded to
 the input dtype before PV against a running maximum, and O rounded when stored. The reference
 states those roundings and the budget's floors size them (``references.flash_attention``), so
-such a kernel must pass, and a D wrong by far more than they account for must still fail. An
+such a kernel must pass, and a D wrong by far more than they account for must still fail (on
+one case here; the budget is looser on others, below). An
 emulation of the scheme in torch (64-key blocks with a running maximum, as the GPU forward
 tiles them) is checked here on the CPU at the GPU's budget, on cases of the kinds where D's
 roundings were once found to exceed the budget on an H100.
@@ -17,8 +18,11 @@ way, so the weights behind O sum to ``1 + e`` with e up to 2^-9 in bf16, and whe
 is equal D is off by ``e rowsum(dO * v)``, which no longer cancels against dP in dS = P (dP - D).
 The H100 nightly once found dQ at 4.73 times its envelope there (bf16, seq 509, head_dim 16, small
 keys, v broadcast along the sequence; results/2026-11-25-h100-13, call 4). The case is replayed here
-on GPUs with the kernel, and on every device with the emulation.
+on GPUs with the kernel, and on every device with the emulation; neither can fail for that error
+(below), so whether the H100 still finds it is open until an H100 runs the kernel.
 """
+
+import math
 
 import pytest
 import torch
@@ -48,7 +52,10 @@ _CASE = {
 
 # A replay of the H100 nightly's case, on GPUs only. Under Triton's interpreter its gradients round
 # to eager's (score 0.107): there it cannot fail for the roundings it was kept for, and it took
-# 35-90 s of the CPU suite.
+# 35-90 s of the CPU suite. It does not tell the schemes apart on an H200 either: with D planted
+# back on the unrounded sum, before `62cc1de` made that the scheme, it passed there too
+# (benchmarks/results/2026-11-28-h200-27, call 5). Only an H100 run can say whether that GPU
+# still finds the case.
 @pytest.mark.skipif(interpreting(),
                     reason="a GPU replay: the interpreter does not reproduce this case's roundings (see above)")
 def test_the_h100_case_of_near_uniform_rows_and_equal_values_is_well_within_the_gpu_budget():
@@ -119,23 +126,24 @@ def _flash_attention_2(d_error: float):
 
 def _case(dtype, seq, head_dim, causal, scale, seed, values):
     """A one-head case: q and k normal, v of ``values``."""
-    tensor = lambda name, kind, offset: {
+    tensor = lambda kind, offset: {
         "dtype": dtype, "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": seed + offset,
         "shape": [1, 1, seq, head_dim], "values": kind}
     return {"dims": {"batch": 1, "group": 1, "head_dim": head_dim, "kv_heads": 1, "seq": seq}, "dtype": dtype,
             "grad_layout": "contiguous", "grad_seed": seed, "scalars": {"causal": causal, "scale": scale},
             "schema": 1, "spec": "flash_attention",
-            "tensors": {"q": tensor("q", "normal", 1), "k": tensor("k", "normal", 2), "v": tensor("v", values, 3)}}
+            "tensors": {"q": tensor("normal", 1), "k": tensor("normal", 2), "v": tensor(values, 3)}}
 
 
 # The shapes of the H100 nightly's failures of D from the stored output (2026-11-23-h100-3: fp16,
 # seq 251, head_dim 128, and bf16, seq 381, head_dim 16, v of mixed row scales; their tensors were
-# not kept, so these draw new ones of the same kinds); a peaked causal case of mixed scales (scale
-# 2: the running maximum moves between blocks); and the near-uniform case above, as it was found.
+# not kept, so these draw new ones of the same kinds); a causal case of mixed scales; and the
+# near-uniform case above, as it was found (where, on the CPU, no D error of the sizes here moves
+# the score: it cannot tell a right D from a wrong one, only an H100 run of the kernel can).
 _FA2_CASES = {
     "fp16 seq 251 head_dim 128 mixed": _case("float16", 251, 128, False, None, 4, "mixed_scales"),
     "bf16 seq 381 head_dim 16 mixed": _case("bfloat16", 381, 16, False, None, 7, "mixed_scales"),
-    "fp16 causal peaked mixed": _case("float16", 127, 64, True, 2.0, 3, "mixed_scales"),
+    "fp16 causal mixed": _case("float16", 127, 64, True, None, 3, "mixed_scales"),
     "bf16 near-uniform, equal values": _CASE,
 }
 
@@ -154,8 +162,10 @@ def test_a_flash_attention_2_backward_is_within_the_gpu_budget(name):
 
 
 def test_a_d_off_by_2_to_the_minus_6_fails():
-    # 2^-6 of D is 32 unit roundoffs of fp16: no rounding of the scheme comes near it. (On the
-    # seq-251 case the reference's own cancellation floors dQ's envelope far higher: there the
-    # same D scores 0.84.)
-    score, budget, details = _backward_score(_FA2_CASES["fp16 causal peaked mixed"], 2.0**-6)
+    # 2^-6 of D is 32 unit roundoffs of fp16: no rounding of the scheme comes near it. It fails on
+    # its numbers (6.5 against 4, where the scheme scores 0.54), not on a NaN or an overflow. The
+    # budget is not that tight on every case: on the other three the same D scores 0.27-0.84, the
+    # reference's own cancellation (the seq-251 case) or eager's error setting the envelope.
+    score, budget, details = _backward_score(_FA2_CASES["fp16 causal mixed"], 2.0**-6)
+    assert math.isfinite(score) and "NaN/inf" not in details, details
     assert score > budget, details
