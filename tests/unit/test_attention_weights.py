@@ -32,6 +32,7 @@ from harness.dispatch import run_check
 from harness.registry import load_specs
 from harness.validate import interpreting
 from kernels._runtime import kernel_device_type
+import references.flash_attention as reference
 
 
 # The H100 nightly's failing case (call 4): dQ scored 4.73 against a budget of 4 there.
@@ -68,7 +69,8 @@ def test_the_h100_case_of_near_uniform_rows_and_equal_values_is_well_within_the_
 
 
 class _FlashAttention2(torch.autograd.Function):
-    """FlashAttention-2's arithmetic in torch, fp32 with its roundings to the input dtype: the
+    """FlashAttention-2's arithmetic in torch, fp32 with its roundings to the input dtype (k and v
+    spread over grouped q heads, and their gradients summed back, by the reference's helpers): the
     forward folds 64-key blocks into a running maximum m, sum l and accumulator, P rounded before
     PV, and stores O = acc / l rounded; the backward recomputes P from the log-sum-exp, rounds it
     for dV and dS for dQ and dK, and takes D from the stored O, times ``1 + d_error`` (0: the
@@ -77,7 +79,7 @@ class _FlashAttention2(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, d_error):
         s = _scores(q, k, causal, scale)
-        v32 = v.float().repeat_interleave(q.shape[1] // v.shape[1], 1)
+        v32 = reference._group(v.float(), q.shape[1])
         m = torch.full(s.shape[:-1], -torch.inf)
         l = torch.zeros(s.shape[:-1])
         acc = torch.zeros(q.shape)
@@ -97,8 +99,8 @@ class _FlashAttention2(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout, dlse):
         q, k, v, out, lse = ctx.saved_tensors
-        group = q.shape[1] // k.shape[1]
-        k32, v32 = (t.float().repeat_interleave(group, 1) for t in (k, v))
+        heads, kv_heads = q.shape[1], k.shape[1]
+        k32, v32 = (reference._group(t.float(), heads) for t in (k, v))
         p = torch.exp(_scores(q, k, ctx.causal, ctx.scale) - lse[..., None])
         dout = torch.zeros(out.shape) if dout is None else dout.float()
         d = (dout * out.float()).sum(-1) * (1 + ctx.d_error)
@@ -106,13 +108,13 @@ class _FlashAttention2(torch.autograd.Function):
             d = d - dlse.float()
         ds = (p * (dout @ v32.transpose(-2, -1) - d[..., None])).to(q.dtype).float()
         dq = ds @ k32 * ctx.scale
-        dk = (ds.transpose(-2, -1) @ q.float() * ctx.scale).unflatten(1, (k.shape[1], group)).sum(2)
-        dv = (p.to(q.dtype).float().transpose(-2, -1) @ dout).unflatten(1, (k.shape[1], group)).sum(2)
+        dk = reference._group_sum(ds.transpose(-2, -1) @ q.float() * ctx.scale, kv_heads)
+        dv = reference._group_sum(p.to(q.dtype).float().transpose(-2, -1) @ dout, kv_heads)
         return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None
 
 
 def _scores(q, k, causal, scale):
-    s = (q.float() @ k.float().repeat_interleave(q.shape[1] // k.shape[1], 1).transpose(-2, -1)) * scale
+    s = (q.float() @ reference._group(k.float(), q.shape[1]).transpose(-2, -1)) * scale
     if causal:
         s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), -torch.inf)
     return s
