@@ -14,7 +14,8 @@ in front of Triton's. Its key is what Triton specialises on, computed from cheap
 * the current device (compiled variants are loaded per device);
 * each positional argument: a tensor's dtype and whether its address is 16-byte aligned; an
   integer's range (32-bit, 64-bit, unsigned 64-bit), whether it equals 1 and whether it is a
-  multiple of 16; a float, a bool (with its value) or None;
+  multiple of 16; a float, a bool (with its value) or None; a host tensor descriptor's dtype,
+  block shape and padding (Triton's launcher encodes its tensor map at every launch);
 * the keyword arguments (constexprs and launch options such as ``num_warps``), as given, with
   their types (Triton compiles ``1``, ``1.0`` and ``True`` apart). A call that passes a runtime
   argument by keyword, or a constexpr by position, is never cached.
@@ -22,7 +23,7 @@ in front of Triton's. Its key is what Triton specialises on, computed from cheap
 That key is at least as fine as Triton's own (a variant is never reused for arguments that Triton
 would compile differently), so a hit can launch the compiled variant directly, as
 ``CompiledKernel.__getitem__`` does: ``run(grid, stream, function, metadata, hooks, *args)``. A
-miss, or an argument of another kind (a tensor descriptor), takes Triton's own path, which
+miss, or an argument of another kind, takes Triton's own path, which
 compiles where needed; the variant it returns is then remembered. So do Triton's debug mode, its instrumentation, a stages-inspection hook, a
 kernel's pre-run hooks and launch hooks: what changes a variant or watches a launch. This is the
 "libentry" idea of FlagGems (``flag_gems/utils/libentry.py``): a
@@ -59,6 +60,11 @@ from torch import Tensor
 
 from harness.validate import interpreting
 
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor as _TensorDescriptor
+except ImportError:  # a Triton without host tensor descriptors: no argument is one
+    _TensorDescriptor = None
+
 
 class _NotCached(Exception):
     """An argument whose specialisation this module does not model (Triton's path handles it)."""
@@ -67,9 +73,11 @@ class _NotCached(Exception):
 def launch_key(args: tuple) -> tuple:
     """The part of Triton's specialisation that positional ``args`` decide, as one flat tuple: a
     tensor adds its dtype and its 16-byte alignment, an integer a code of its range, of being 1 and
-    of being a multiple of 16, a bool itself, a float the type ``float``, None itself. (A dtype is
-    always followed by one alignment, so the flat form is unambiguous.) One loop, no call per
-    argument: this runs on every launch. Raises ``_NotCached`` for any other kind of argument."""
+    of being a multiple of 16, a bool itself, a float the type ``float``, None itself, a host
+    tensor descriptor (``triton.tools.tensor_descriptor.TensorDescriptor``) its class, then its
+    dtype, block shape and padding. (A tensor's dtype is always followed by one alignment, and a
+    descriptor's by a tuple, so the flat form is unambiguous.) One loop, no call per argument:
+    this runs on every launch. Raises ``_NotCached`` for any other kind of argument."""
     key = []
     add = key.append
     for arg in args:
@@ -86,6 +94,11 @@ def launch_key(args: tuple) -> tuple:
             add((bool, arg))
         elif arg is None:
             add(None)
+        elif kind is _TensorDescriptor:  # Triton specialises a descriptor on its dtype and block shape
+            add(_TensorDescriptor)
+            add(arg.base.dtype)
+            add(tuple(arg.block_shape))
+            add(arg.padding)
         else:
             raise _NotCached(kind)
     return tuple(key)

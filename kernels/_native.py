@@ -35,7 +35,10 @@ itself whether the native path is on.
 
 The launch is the one Triton's launcher makes: the kernel's non-constexpr arguments in order,
 then its scratch pointers (null: a kernel that needs scratch memory, several CTAs, PDL or a
-cooperative grid is not recorded, and keeps Triton's path).
+cooperative grid is not recorded, and keeps Triton's path). A host tensor descriptor argument
+(:class:`TensorMap`) is expanded as Triton's launcher expands it: its tensor map, encoded once by
+Triton's own encoder at recording and pointed at the call's tensor at every launch
+(``cuTensorMapReplaceAddress``), then its shape and strides.
 
 What ``HARNESS_CHECK_LAUNCH=1`` checks on the Python path (that a launch's arguments specialise
 as those it was compiled for) holds here by construction, and is checked where it can fail: sizes
@@ -74,7 +77,7 @@ ENV = "HARNESS_NATIVE"
 
 # Parameter kinds (enum Kind in native.cpp)
 TENSOR, CONST_I32, CONST_I64, CONST_U64, CONST_F32, CONST_F64 = range(6)
-FLOAT_F32, FLOAT_F64, INT_I32, INT_I64, INT_U64, NULL, CONST_I8 = range(6, 13)
+FLOAT_F32, FLOAT_F64, INT_I32, INT_I64, INT_U64, NULL, CONST_I8, TENSOR_MAP = range(6, 14)
 _CONST = {"i1": CONST_I8, "i8": CONST_I8, "i32": CONST_I32, "i64": CONST_I64, "u64": CONST_U64, "fp32": CONST_F32,
           "fp64": CONST_F64}
 _FLOAT_ARG = {"fp32": FLOAT_F32, "fp64": FLOAT_F64}
@@ -162,6 +165,23 @@ class Arg:
         self.kind, self.index = kind, index
 
 
+class TensorMap:
+    """A host tensor descriptor argument (``triton.tools.tensor_descriptor.TensorDescriptor``) over
+    slot ``slot``: ``descriptor`` is the one the launch was bound with, over an example tensor of
+    the slot's layout. The launch record encodes its tensor map once, as Triton's launcher does
+    (:func:`_tensor_map_words`); the program copies it at every launch and points it at the slot's
+    tensor (``cuTensorMapReplaceAddress``). Shape and strides are the example's, which the op's
+    key fixes."""
+
+    __slots__ = ("slot", "descriptor")
+
+    def __init__(self, slot: Slot, descriptor: Any):
+        self.slot, self.descriptor = slot, descriptor
+
+    def __repr__(self) -> str:
+        return f"TensorMap({self.slot!r})"
+
+
 class Builder:
     """The recording of one direction of a call (module docstring): ``given`` slots first, then
     one per :meth:`empty`."""
@@ -229,25 +249,72 @@ def _launch_record(launcher: object, head: tuple) -> tuple:
         value = getattr(meta, attribute, allowed[0])
         if value not in allowed:
             raise Unsupported(f"{name}: {attribute}={value!r}")
-    if getattr(meta, "tensordesc_meta", None):
-        raise Unsupported(f"{name}: tensor descriptors")
     types = list(compiled.src.signature.values())
     args = (*head, *launcher.tail)
     if len(types) != len(args):
         raise Unsupported(f"{name}: {len(args)} arguments for a signature of {len(types)}")
     loose = {i for i, p in enumerate(getattr(getattr(compiled.src, "fn", None), "params", ()))
              if getattr(p, "do_not_specialize", False)}
-    params = []
+    descriptor_meta = list(getattr(meta, "tensordesc_meta", None) or ())
+    params, maps = [], []
     for position, (kind, value) in enumerate(zip(types, args)):
         if kind == "constexpr":
             continue
         if isinstance(value, Arg) and value.kind == "int" and position not in loose:
             # Triton would compile another variant for a value of 1 or a multiple of 16
             raise Unsupported(f"{name}: per-call int argument {position} is not a do_not_specialize parameter")
+        if isinstance(kind, str) and kind.startswith("tensordesc"):
+            if not isinstance(value, TensorMap) or len(maps) >= len(descriptor_meta):
+                raise Unsupported(f"{name}: descriptor argument {position} is {value!r}, not a TensorMap of a "
+                                  "kernel compiled with descriptor metadata")
+            params += _tensor_map_params(name, value, descriptor_meta[len(maps)], len(maps), maps)
+            continue
         params.append(_param(name, position, kind, value))
     params += [(NULL, 0, 0, 0.0), (NULL, 0, 0, 0.0)]  # global and profile scratch: none
     grid = list(launcher.grid)
-    return (int(launcher.function), grid, 32 * int(meta.num_warps), int(meta.shared), params, str(name))
+    return (int(launcher.function), grid, 32 * int(meta.num_warps), int(meta.shared), params, str(name), maps)
+
+
+_TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
+
+
+def _tensor_map_words(cu_map: object) -> list[int]:
+    """The 128 bytes of the tensor map that Triton's launcher made, as 16 signed 64-bit words: from
+    the host address an older Triton's parameter object gives (``tma_desc_cpu_ptr``), or from a
+    ``PyCUtensorMap`` (a Python object whose struct ends with the 64-byte-aligned ``CUtensorMap``).
+    Unsupported for any other object."""
+    import ctypes
+
+    if hasattr(cu_map, "tma_desc_cpu_ptr"):
+        address = int(cu_map.tma_desc_cpu_ptr())
+    else:
+        size = type(cu_map).__basicsize__
+        offset = size - _TENSOR_MAP_BYTES
+        if type(cu_map).__name__ != "PyCUtensorMap" or offset < 16 or offset % 64:
+            raise Unsupported(f"a tensor map of type {type(cu_map).__name__} and size {size}")
+        address = id(cu_map) + offset
+    raw = ctypes.string_at(address, _TENSOR_MAP_BYTES)
+    return [int.from_bytes(raw[i:i + 8], "little", signed=True) for i in range(0, _TENSOR_MAP_BYTES, 8)]
+
+
+def _tensor_map_params(name: str, value: TensorMap, meta: dict, index: int, maps: list) -> list[tuple]:
+    """A descriptor argument as Triton's launcher expands it (``make_tensordesc_arg``): the tensor
+    map (this launch's map ``index``, pointed at ``value.slot`` at every launch), then the shape as
+    32-bit and the strides as 64-bit integers."""
+    try:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+    except ImportError as exc:
+        raise Unsupported(f"{name}: no NVIDIA tensor-map encoder ({exc})") from exc
+    import inspect
+
+    extra = (None,) * (len(inspect.signature(make_tensordesc_arg).parameters) - 2)  # (arg, metadata[, _])
+    cu_map, *sizes = make_tensordesc_arg(value.descriptor, meta, *extra)
+    rank = len(value.descriptor.shape)
+    if len(sizes) != 2 * rank:
+        raise Unsupported(f"{name}: a descriptor expanded to {len(sizes)} integers, not {2 * rank}")
+    maps.append(_tensor_map_words(cu_map))
+    return ([(TENSOR_MAP, value.slot.index, index, 0.0)] + [(CONST_I32, 0, int(v), 0.0) for v in sizes[:rank]]
+            + [(CONST_I64, 0, int(v), 0.0) for v in sizes[rank:]])
 
 
 def _param(name: str, position: int, kind: object, value: object) -> tuple:

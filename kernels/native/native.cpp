@@ -75,6 +75,7 @@ using CtxSetCurrentFn = CUresult (*)(void* context);
 using CtxGetDeviceFn = CUresult (*)(int* device);
 using DeviceGetFn = CUresult (*)(int* device, int ordinal);
 using PrimaryCtxRetainFn = CUresult (*)(void** context, int device);
+using TensorMapReplaceAddressFn = CUresult (*)(void* tensor_map, void* address);
 
 struct Driver {
   LaunchKernelFn launch = nullptr;
@@ -84,6 +85,7 @@ struct Driver {
   CtxGetDeviceFn ctx_get_device = nullptr;
   DeviceGetFn device_get = nullptr;
   PrimaryCtxRetainFn primary_ctx_retain = nullptr;
+  TensorMapReplaceAddressFn tensor_map_replace_address = nullptr;  // CUDA 12 drivers and later
 };
 
 template <typename Fn>
@@ -106,6 +108,8 @@ const Driver& driver() {
     d.ctx_get_device = symbol<CtxGetDeviceFn>(lib, "cuCtxGetDevice");
     d.device_get = symbol<DeviceGetFn>(lib, "cuDeviceGet");
     d.primary_ctx_retain = symbol<PrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
+    d.tensor_map_replace_address =
+        reinterpret_cast<TensorMapReplaceAddressFn>(dlsym(lib, "cuTensorMapReplaceAddress"));
     return d;
   }();
   return loaded;
@@ -173,6 +177,7 @@ enum Kind : int64_t {
   kIntArgU64 = 10,
   kNull = 11,        // a null pointer (Triton's scratch pointers where the kernel needs none)
   kConstI8 = 12,
+  kTensorMap = 13,   // the launch's tensor map `value` (a CUtensorMap) pointed at slot `index`'s data
 };
 
 struct Param {
@@ -182,6 +187,12 @@ struct Param {
   double fvalue;
 };
 
+// A CUtensorMap's 128 bytes, as Triton's encoder made them for an example tensor of the slot's
+// layout; a launch copies it and replaces the address with the call's tensor's.
+struct alignas(64) TensorMap {
+  uint64_t words[16];
+};
+
 struct Launch {
   void* function;
   unsigned grid[3];
@@ -189,6 +200,7 @@ struct Launch {
   unsigned shared;
   std::vector<Param> params;
   std::string name;
+  std::vector<TensorMap> maps;
 };
 
 struct Alloc {
@@ -197,6 +209,7 @@ struct Alloc {
 };
 
 constexpr size_t kMaxParams = 96;
+constexpr size_t kMaxMaps = 8;
 
 union Value {
   void* pointer;
@@ -248,6 +261,7 @@ struct Program : torch::CustomClassHolder {
     void* stream = current_stream(device);
     Value values[kMaxParams];
     void* pointers[kMaxParams];
+    TensorMap maps[kMaxMaps];
     for (const auto& launch : launches) {
       const size_t n = launch.params.size();
       for (size_t i = 0; i < n; ++i) {
@@ -279,6 +293,18 @@ struct Program : torch::CustomClassHolder {
           case kIntArgI64: v.i64 = ints.at(p.index); break;
           case kIntArgU64: v.u64 = static_cast<uint64_t>(ints.at(p.index)); break;
           case kNull: v.pointer = nullptr; break;
+          case kTensorMap: {
+            const at::Tensor& t = slots[p.index];
+            FKH_REQUIRE(t.defined(), launch.name, " argument ", i, " maps slot ", p.index, ", which holds no tensor");
+            void* address = t.data_ptr();
+            FKH_REQUIRE((reinterpret_cast<uintptr_t>(address) & 15) == 0, launch.name, " argument ", i,
+                        " is a tensor map, which needs a 16-byte aligned tensor (slot ", p.index, ")");
+            TensorMap& map = maps[p.value];
+            map = launch.maps[p.value];
+            check(cuda, cuda.tensor_map_replace_address(&map, address), "pointing a tensor map of", launch.name);
+            pointers[i] = &map;
+            continue;
+          }
           default: throw std::runtime_error(text("unknown parameter kind ", p.kind));
         }
         pointers[i] = &v;
@@ -811,7 +837,8 @@ Entry make_entry(int64_t tensors, std::vector<double> float_min, std::vector<int
 }
 
 using ParamTuple = std::tuple<int64_t, int64_t, int64_t, double>;
-using LaunchTuple = std::tuple<int64_t, std::vector<int64_t>, int64_t, int64_t, std::vector<ParamTuple>, std::string>;
+using LaunchTuple = std::tuple<int64_t, std::vector<int64_t>, int64_t, int64_t, std::vector<ParamTuple>, std::string,
+                               std::vector<std::vector<int64_t>>>;
 using AllocTuple = std::tuple<std::vector<int64_t>, c10::ScalarType>;
 using LayoutTuple = std::tuple<c10::ScalarType, std::vector<int64_t>, std::vector<int64_t>>;
 
@@ -825,19 +852,30 @@ ProgramPtr make_program(int64_t given, const std::vector<AllocTuple>& allocs, co
   program->given = given;
   const int64_t slots = given + static_cast<int64_t>(allocs.size());
   for (const auto& [sizes, dtype] : allocs) program->allocs.push_back(Alloc{sizes, dtype});
-  for (const auto& [function, grid, threads, shared, params, name] : launches) {
+  for (const auto& [function, grid, threads, shared, params, name, maps] : launches) {
     FKH_REQUIRE(grid.size() == 3, "", name, ": a grid has three dimensions");
     FKH_REQUIRE(params.size() <= kMaxParams, "", name, " has more than ", kMaxParams, " parameters");
+    FKH_REQUIRE(maps.size() <= kMaxMaps, "", name, " has more than ", kMaxMaps, " tensor maps");
+    FKH_REQUIRE(maps.empty() || driver().tensor_map_replace_address != nullptr, "", name,
+                " takes tensor maps, and this driver has no cuTensorMapReplaceAddress");
     Launch launch;
     launch.function = reinterpret_cast<void*>(static_cast<uintptr_t>(function));
     for (int d = 0; d < 3; ++d) launch.grid[d] = static_cast<unsigned>(grid[d]);
     launch.threads = static_cast<unsigned>(threads);
     launch.shared = static_cast<unsigned>(shared);
     launch.name = name;
+    for (const auto& words : maps) {
+      FKH_REQUIRE(words.size() == 16, "", name, ": a tensor map is 16 words, not ", words.size());
+      TensorMap map;
+      for (size_t w = 0; w < 16; ++w) map.words[w] = static_cast<uint64_t>(words[w]);
+      launch.maps.push_back(map);
+    }
     for (const auto& [kind, index, value, fvalue] : params) {
-      FKH_REQUIRE(kind != kTensor || (index >= 0 && index < slots), "", name, " reads slot ", index,
-                  " of ", slots);
-      FKH_REQUIRE(kind >= kTensor && kind <= kConstI8, "", name, ": unknown parameter kind ", kind);
+      FKH_REQUIRE((kind != kTensor && kind != kTensorMap) || (index >= 0 && index < slots), "", name, " reads slot ",
+                  index, " of ", slots);
+      FKH_REQUIRE(kind != kTensorMap || (value >= 0 && value < static_cast<int64_t>(maps.size())), "", name,
+                  " names tensor map ", value, " of ", maps.size());
+      FKH_REQUIRE(kind >= kTensor && kind <= kTensorMap, "", name, ": unknown parameter kind ", kind);
       launch.params.push_back(Param{kind, index, value, fvalue});
     }
     program->launches.push_back(std::move(launch));

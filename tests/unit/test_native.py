@@ -33,8 +33,8 @@ def test_a_launch_is_recorded_as_the_kernel_s_parameters_in_order_then_two_null_
     (x,) = record.given
     y = record.empty((4, 8), torch.bfloat16)
     record.launch(_launcher(SIGNATURE, (7, record.int_arg(1), 0.5, 64)), x, y, record.float_arg(0))
-    function, grid, threads, shared, params, name = record.launches[0]
-    assert (function, grid, threads, shared, name) == (1234, [3, 2, 1], 128, 1024, "k")
+    function, grid, threads, shared, params, name, maps = record.launches[0]
+    assert (function, grid, threads, shared, name, maps) == (1234, [3, 2, 1], 128, 1024, "k", [])
     assert params == [
         (_native.TENSOR, 0, 1, 0.0), (_native.TENSOR, 1, 1, 0.0), (_native.FLOAT_F32, 0, 0, 0.0),
         (_native.CONST_I32, 0, 7, 0.0), (_native.INT_I64, 1, 0, 0.0), (_native.CONST_F64, 0, 0, 0.5),
@@ -48,12 +48,68 @@ def test_a_launch_is_recorded_as_the_kernel_s_parameters_in_order_then_two_null_
     ({"global_scratch_size": 256}, "global_scratch_size"),
     ({"profile_scratch_size": 8}, "profile_scratch_size"),
     ({"launch_pdl": True}, "launch_pdl"),
-    ({"tensordesc_meta": [{"swizzle": 128}]}, "tensor descriptors"),
 ])
 def test_a_launch_that_needs_more_than_cu_launch_kernel_is_not_recorded(metadata, why):
     record = _native.Builder(2)
     with pytest.raises(_native.Unsupported, match=why):
         record.launch(_launcher(SIGNATURE, (7, 3, 0.5, 64), **metadata), *record.given, 1e-5)
+
+
+class PyCUtensorMap:
+    """Stands for Triton's tensor-map object: a host address of 128 bytes (``tma_desc_cpu_ptr``,
+    the form older Tritons give)."""
+
+    def __init__(self, words):
+        import ctypes
+
+        self._buffer = (ctypes.c_int64 * 16)(*words)
+
+    def tma_desc_cpu_ptr(self):
+        import ctypes
+
+        return ctypes.addressof(self._buffer)
+
+
+DESCRIPTOR_SIGNATURE = {"xd": "tensordesc<fp16[1, 64]>", "x": "*fp16", "n": "i32", "BLOCK": "constexpr"}
+
+
+def test_a_descriptor_argument_is_recorded_as_its_tensor_map_then_its_shape_and_strides(monkeypatch):
+    # Triton's launcher expands a host descriptor into its tensor map, the shape (32-bit) and the
+    # strides (64-bit); the record keeps the map's 128 bytes, which the program points at the
+    # slot's tensor at every launch.
+    from triton.backends.nvidia import driver
+
+    words = [(-1) ** i * (i + 1) << 40 for i in range(16)]
+    expanded = []
+    monkeypatch.setattr(driver, "make_tensordesc_arg",
+                        lambda arg, meta, _=None: expanded.append(meta) or [PyCUtensorMap(words), 8, 64, 64, 1])
+    record = _native.Builder(1)
+    (x,) = record.given
+    descriptor = types.SimpleNamespace(shape=[8, 64], strides=[64, 1])
+    meta = {"swizzle": 128, "elem_size": 2, "elem_type": 6, "block_size": [1, 64], "fp4_padded": False}
+    launcher = _launcher(DESCRIPTOR_SIGNATURE, (64,), tensordesc_meta=[meta])
+    record.launch(launcher, _native.TensorMap(x, descriptor), x, 8)
+    *_, params, name, maps = record.launches[0]
+    assert expanded == [meta]
+    assert maps == [words]
+    assert params == [
+        (_native.TENSOR_MAP, 0, 0, 0.0), (_native.CONST_I32, 0, 8, 0.0), (_native.CONST_I32, 0, 64, 0.0),
+        (_native.CONST_I64, 0, 64, 0.0), (_native.CONST_I64, 0, 1, 0.0),
+        (_native.TENSOR, 0, 1, 0.0), (_native.CONST_I32, 0, 8, 0.0),
+        (_native.NULL, 0, 0, 0.0), (_native.NULL, 0, 0, 0.0),
+    ]
+
+
+@pytest.mark.parametrize("value, metadata, why", [
+    ("slot", {"tensordesc_meta": [{"swizzle": 128}]}, "descriptor argument 0 is Slot\\(0\\), not a TensorMap"),
+    ("map", {"tensordesc_meta": []}, "not a TensorMap of a kernel compiled with descriptor metadata"),
+])
+def test_a_descriptor_argument_needs_a_tensor_map_and_the_kernel_s_descriptor_metadata(value, metadata, why):
+    record = _native.Builder(1)
+    (x,) = record.given
+    given = x if value == "slot" else _native.TensorMap(x, None)
+    with pytest.raises(_native.Unsupported, match=why):
+        record.launch(_launcher(DESCRIPTOR_SIGNATURE, (64,), **metadata), given, x, 8)
 
 
 @pytest.mark.parametrize("head, why", [
