@@ -59,6 +59,7 @@ causal diagonal spans two key blocks (the causal forward needs block_n to divide
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -70,6 +71,11 @@ from kernels import _launch, _native, _ops, _rows
 from kernels._matmul import dot
 from kernels._runtime import sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
+
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # a Triton without host tensor descriptors: pointer loads everywhere
+    TensorDescriptor = None
 
 OP = "flash_attention"
 DTYPES = (torch.float16, torch.bfloat16)
@@ -257,22 +263,32 @@ def _exp2_shifted(qk, m, qk_scale, log2_l):
 
 
 @triton.jit
-def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                offs_m, offs_d, lo, hi, seq, qk_scale, BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+def _load_rows(desc, b, h, base, stride_s, stride_d, start, offs_d, seq, ROWS: tl.constexpr,
+               MASKED: tl.constexpr, TMA: tl.constexpr):
+    """Rows [start, start + ROWS) of one (batch, head)'s (seq, head_dim) matrix, rows >= seq as
+    zeros: through the tensor descriptor ``desc`` (TMA: the copy engine writes the tile to shared
+    memory, no per-element addresses in registers; out-of-range rows are zero-filled) or through
+    pointers from ``base`` (masked only where ``MASKED``: a block that may pass the end)."""
+    if TMA:
+        return desc.load([b, h, start, 0]).reshape(ROWS, offs_d.shape[0])
+    offs = start + tl.arange(0, ROWS)
+    ptrs = base + offs[:, None] * stride_s + offs_d[None, :] * stride_d
+    if MASKED:
+        return tl.load(ptrs, mask=(offs < seq)[:, None], other=0.0)
+    return tl.load(ptrs)
+
+
+@triton.jit
+def _fwd_blocks(acc, l_i, m_i, q, kd, vd, b, kvh, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                offs_m, offs_d, lo, hi, seq, qk_scale, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
+                TMA: tl.constexpr):
     """Fold key blocks [lo, hi) into the running (acc, l, m): l sums the unrounded probabilities.
     MASK: 0 none (every key of every block visible to every row), 1 causal (key j visible to row
-    i iff j <= i), 2 keys < seq."""
+    i iff j <= i), 2 keys < seq. k and v through descriptors kd, vd (TMA) or pointers."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        kv_offs_k = offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
-        kv_offs_v = offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASK == 0:
-            k = tl.load(k_base + kv_offs_k)
-            v = tl.load(v_base + kv_offs_v)
-        else:
-            in_seq = (offs_n < seq)[:, None]
-            k = tl.load(k_base + kv_offs_k, mask=in_seq, other=0.0)
-            v = tl.load(v_base + kv_offs_v, mask=in_seq, other=0.0)
+        k = _load_rows(kd, b, kvh, k_base, stride_kn, stride_kd, start_n, offs_d, seq, BLOCK_N, MASK != 0, TMA)
+        v = _load_rows(vd, b, kvh, v_base, stride_vn, stride_vd, start_n, offs_d, seq, BLOCK_N, MASK != 0, TMA)
         qk = dot(q, tl.trans(k), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
         if MASK == 1:
             qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, -float("inf"))
@@ -291,19 +307,24 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_v
 
 @_launch.jit
 def _attn_fwd_kernel(
-    Q, K, V, O, LSE, M, L,
+    QD, KD, VD, Q, K, V, O, LSE, M, L,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
     H, GROUP, SEQ, scale, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    SAVE_STATS: tl.constexpr,
+    SAVE_STATS: tl.constexpr, TMA: tl.constexpr,
 ):
+    """QD, KD, VD: q, k and v's tensor descriptors (blocks [1, 1, rows, HEAD_DIM]) where TMA, else
+    the tensors again (unused); Q, K, V: the tensors (pointers where not TMA)."""
     pid_m = tl.program_id(0)
     if CAUSAL:  # the last query blocks see the most keys: start them first
         pid_m = tl.num_programs(0) - 1 - pid_m
     bh = tl.program_id(1)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    kvh = h // GROUP  # grouped-query attention: GROUP consecutive q heads share one k/v head
+    b32 = bh // H  # int32 coordinates for the descriptors, int64 offsets for the pointers
+    h32 = bh % H
+    kvh32 = h32 // GROUP  # grouped-query attention: GROUP consecutive q heads share one k/v head
+    b = b32.to(tl.int64)
+    h = h32.to(tl.int64)
+    kvh = kvh32.to(tl.int64)
     q_base = Q + b * sq_b + h * sq_h
     k_base = K + b * sk_b + kvh * sk_h
     v_base = V + b * sv_b + kvh * sv_h
@@ -311,24 +332,24 @@ def _attn_fwd_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < SEQ
-    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
+    q = _load_rows(QD, b32, h32, q_base, sq_s, sq_d, start_m, offs_d, SEQ, BLOCK_M, True, TMA)
 
     m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     if CAUSAL:
         # Keys [0, start_m) are visible to every row of the block; the diagonal blocks are masked.
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                    offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0)
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, KD, VD, b32, kvh32, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N, 0, TMA)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, KD, VD, b32, kvh32, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
                                     offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, SEQ),
-                                    SEQ, qk_scale, BLOCK_N, 1)
+                                    SEQ, qk_scale, BLOCK_N, 1, TMA)
     else:
         full = (SEQ // BLOCK_N) * BLOCK_N
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                    offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0)
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                    offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, KD, VD, b32, kvh32, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N, 0, TMA)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, KD, VD, b32, kvh32, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+                                    offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N, 2, TMA)
 
     out = acc / l_i[:, None]
     lse = m_i * scale + tl.log(l_i)
@@ -370,12 +391,14 @@ def _bwd_delta_kernel(
 
 
 @triton.jit
-def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq):
-    """What the backward needs of query rows ``offs_m``: q, dO, the row maximum, log2 of the row
-    sum and delta. Rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
+def _load_query_rows(qd, dod, b, h, q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sdo_s, sdo_d,
+                     start_m, offs_m, offs_d, seq, TMA: tl.constexpr):
+    """What the backward needs of query rows ``offs_m`` (from ``start_m``): q, dO (through
+    descriptors qd, dod where TMA, else pointers), the row maximum, log2 of the row sum and delta.
+    Rows >= seq load as zeros with maximum +inf, so their P is exactly 0."""
     row_ok = offs_m < seq
-    q = tl.load(q_base + offs_m[:, None] * sq_s + offs_d[None, :] * sq_d, mask=row_ok[:, None], other=0.0)
-    do = tl.load(do_base + offs_m[:, None] * sdo_s + offs_d[None, :] * sdo_d, mask=row_ok[:, None], other=0.0)
+    q = _load_rows(qd, b, h, q_base, sq_s, sq_d, start_m, offs_d, seq, offs_m.shape[0], True, TMA)
+    do = _load_rows(dod, b, h, do_base, sdo_s, sdo_d, start_m, offs_d, seq, offs_m.shape[0], True, TMA)
     m = tl.load(m_base + offs_m, mask=row_ok, other=float("inf"))
     log2_l = tl.math.log2(tl.load(l_base + offs_m, mask=row_ok, other=1.0))
     delta = tl.load(delta_base + offs_m, mask=row_ok, other=0.0)
@@ -383,10 +406,10 @@ def _load_query_rows(q_base, do_base, m_base, l_base, delta_base, sq_s, sq_d, sd
 
 
 @triton.jit
-def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+def _bwd_dkdv_blocks(dk, dv, k, v, qd, dod, b, h, q_base, do_base, m_base, l_base, delta_base,
                      sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d, lo, hi, seq, qk_scale,
                      BLOCK_M: tl.constexpr, CAUSAL_MASK: tl.constexpr, QUERY_ROWS: tl.constexpr,
-                     DP_FIRST: tl.constexpr):
+                     DP_FIRST: tl.constexpr, TMA: tl.constexpr):
     """Accumulate dK, dV of one key block over query blocks [lo, hi). Query rows >= seq load as
     zeros with maximum +inf, so their P is exactly 0.
 
@@ -397,8 +420,8 @@ def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
     the order of a sum, so neither changes a bit; they change the speed (``_dkdv_loop``)."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, m_base, l_base, delta_base,
-                                                   sq_s, sq_d, sdo_s, sdo_d, offs_m, offs_d, seq)
+        q, do, m, log2_l, delta = _load_query_rows(qd, dod, b, h, q_base, do_base, m_base, l_base, delta_base,
+                                                   sq_s, sq_d, sdo_s, sdo_d, start_m, offs_m, offs_d, seq, TMA)
         if QUERY_ROWS:
             qk = dot(q, tl.trans(k), tl.zeros([BLOCK_M, k.shape[0]], tl.float32))
             if DP_FIRST:
@@ -432,17 +455,16 @@ def _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
 
 
 @triton.jit
-def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
+def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, kd, vd, b, kvh, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
                    offs_m, offs_d, lo, hi, seq, qk_scale,
-                   BLOCK_N: tl.constexpr, MASK: tl.constexpr):
+                   BLOCK_N: tl.constexpr, MASK: tl.constexpr, TMA: tl.constexpr):
     """Accumulate dQ of one query block over key blocks [lo, hi). MASK as in ``_fwd_blocks``.
     Keys >= seq load as zeros; the bounds mask still zeroes their P, because exp2(-m * c) of a
     row whose scores are very negative overflows, and inf * 0 would poison dQ."""
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        in_seq = (offs_n < seq)[:, None]
-        k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=in_seq, other=0.0)
-        v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=in_seq, other=0.0)
+        k = _load_rows(kd, b, kvh, k_base, sk_s, sk_d, start_n, offs_d, seq, BLOCK_N, True, TMA)
+        v = _load_rows(vd, b, kvh, v_base, sv_s, sv_d, start_n, offs_d, seq, BLOCK_N, True, TMA)
         qk = dot(q, tl.trans(k), tl.zeros([q.shape[0], BLOCK_N], tl.float32))
         p = _exp2_shifted(qk, m[:, None], qk_scale, log2_l[:, None])
         if MASK == 1:
@@ -457,24 +479,30 @@ def _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s
 
 @_launch.jit
 def _attn_bwd_kernel(
+    QD1, DOD1, KD1, VD1, QD2, DOD2, KD2, VD2,
     Q, K, V, DO, M, L, DELTA, DQ, DK, DV,
     sq_b, sq_h, sq_s, sq_d, sk_b, sk_h, sk_s, sk_d, sv_b, sv_h, sv_s, sv_d,
     sdo_b, sdo_h, sdo_s, sdo_d,
     H, GROUP, SEQ, scale, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, CAUSAL: tl.constexpr, CHUNK: tl.constexpr,
-    QUERY_ROWS: tl.constexpr, DP_FIRST: tl.constexpr,
+    QUERY_ROWS: tl.constexpr, DP_FIRST: tl.constexpr, TMA: tl.constexpr,
 ):
     """Program ``(i, batch x chunk)``, a chunk being CHUNK consecutive q heads that read one k/v
     head (GROUP of them do; CHUNK divides GROUP): dK and dV of key block i summed over the chunk's
     q heads (one fp32 accumulator, the heads in order: no atomics, bitwise reproducible), then dQ
     of query block i for each of those q heads. dK and dV go to row ``(batch x chunk) * SEQ`` of
     DK and DV: the gradients themselves when CHUNK == GROUP, else fp32 partial sums, one per
-    chunk, that ``_group_sum_kernel`` adds up."""
+    chunk, that ``_group_sum_kernel`` adds up. Where TMA, q, k, v and dO are read through the
+    descriptors (QD1/DOD1 and KD1/VD1 of the dK/dV phase's blocks, QD2/DOD2 and KD2/VD2 of the dQ
+    phase's), else through pointers (the descriptor arguments are then the tensors again, unused)."""
     pid = tl.program_id(1)
-    b = (pid // (H // CHUNK)).to(tl.int64)
-    h0 = (pid % (H // CHUNK)).to(tl.int64) * CHUNK  # the chunk's first q head
-    kvh = h0 // GROUP
+    b32 = pid // (H // CHUNK)  # int32 coordinates for the descriptors, int64 offsets for the pointers
+    h0_32 = (pid % (H // CHUNK)) * CHUNK  # the chunk's first q head
+    kvh32 = h0_32 // GROUP
+    b = b32.to(tl.int64)
+    h0 = h0_32.to(tl.int64)
+    kvh = kvh32.to(tl.int64)
     k_base = K + b * sk_b + kvh * sk_h
     v_base = V + b * sv_b + kvh * sv_h
     offs_d = tl.arange(0, HEAD_DIM)
@@ -483,11 +511,12 @@ def _attn_bwd_kernel(
     start_n = tl.program_id(0) * BLOCK_N1
     offs_n = start_n + tl.arange(0, BLOCK_N1)
     key_ok = (offs_n < SEQ)[:, None]
-    k = tl.load(k_base + offs_n[:, None] * sk_s + offs_d[None, :] * sk_d, mask=key_ok, other=0.0)
-    v = tl.load(v_base + offs_n[:, None] * sv_s + offs_d[None, :] * sv_d, mask=key_ok, other=0.0)
+    k = _load_rows(KD1, b32, kvh32, k_base, sk_s, sk_d, start_n, offs_d, SEQ, BLOCK_N1, True, TMA)
+    v = _load_rows(VD1, b32, kvh32, v_base, sv_s, sv_d, start_n, offs_d, SEQ, BLOCK_N1, True, TMA)
     dk = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N1, HEAD_DIM], tl.float32)
     for g in range(CHUNK):  # CHUNK == 1 (plain multi-head attention): a single pass, no loop
+        h32 = h0_32 + g
         h = h0 + g
         bh = b * H + h
         q_base = Q + b * sq_b + h * sq_h
@@ -497,19 +526,19 @@ def _attn_bwd_kernel(
         delta_base = DELTA + bh * SEQ
         if CAUSAL:
             # Queries before start_n never see these keys; those in the block's own span are masked.
-            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, QD1, DOD1, b32, h32, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
                                       start_n, start_n + BLOCK_N1, SEQ, qk_scale, BLOCK_M1, True, QUERY_ROWS,
-                                      DP_FIRST)
-            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+                                      DP_FIRST, TMA)
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, QD1, DOD1, b32, h32, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
                                       start_n + BLOCK_N1, SEQ, SEQ, qk_scale, BLOCK_M1, False, QUERY_ROWS,
-                                      DP_FIRST)
+                                      DP_FIRST, TMA)
         else:
-            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, q_base, do_base, m_base, l_base, delta_base,
+            dk, dv = _bwd_dkdv_blocks(dk, dv, k, v, QD1, DOD1, b32, h32, q_base, do_base, m_base, l_base, delta_base,
                                       sq_s, sq_d, sdo_s, sdo_d, offs_n, offs_d,
                                       0, SEQ, SEQ, qk_scale, BLOCK_M1, False, QUERY_ROWS,
-                                      DP_FIRST)
+                                      DP_FIRST, TMA)
     dkv_offs = (pid.to(tl.int64) * SEQ + offs_n)[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + dkv_offs, _rows.cast_for_store(dk * scale, DK), mask=key_ok)
     tl.store(DV + dkv_offs, _rows.cast_for_store(dv, DV), mask=key_ok)
@@ -518,26 +547,27 @@ def _attn_bwd_kernel(
     start_m = tl.program_id(0) * BLOCK_M2
     offs_m = start_m + tl.arange(0, BLOCK_M2)
     for g in range(CHUNK):
+        h32 = h0_32 + g
         h = h0 + g
         bh = b * H + h
         q_base = Q + b * sq_b + h * sq_h
         do_base = DO + b * sdo_b + h * sdo_h
-        q, do, m, log2_l, delta = _load_query_rows(q_base, do_base, M + bh * SEQ, L + bh * SEQ,
-                                                   DELTA + bh * SEQ, sq_s, sq_d, sdo_s, sdo_d,
-                                                   offs_m, offs_d, SEQ)
+        q, do, m, log2_l, delta = _load_query_rows(QD2, DOD2, b32, h32, q_base, do_base, M + bh * SEQ,
+                                                   L + bh * SEQ, DELTA + bh * SEQ, sq_s, sq_d, sdo_s, sdo_d,
+                                                   start_m, offs_m, offs_d, SEQ, TMA)
         dq = tl.zeros([BLOCK_M2, HEAD_DIM], tl.float32)
         if CAUSAL:  # keys past the end are above the diagonal of every valid row: the causal mask
-            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N2, 0)
-            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M2, SEQ), SEQ, qk_scale,
-                                BLOCK_N2, 1)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, KD2, VD2, b32, kvh32, k_base, v_base,
+                                sk_s, sk_d, sv_s, sv_d, offs_m, offs_d, 0, start_m, SEQ, qk_scale, BLOCK_N2, 0, TMA)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, KD2, VD2, b32, kvh32, k_base, v_base,
+                                sk_s, sk_d, sv_s, sv_d, offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M2, SEQ),
+                                SEQ, qk_scale, BLOCK_N2, 1, TMA)
         else:
             full = (SEQ // BLOCK_N2) * BLOCK_N2
-            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N2, 0)
-            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, k_base, v_base, sk_s, sk_d, sv_s, sv_d,
-                                offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N2, 2)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, KD2, VD2, b32, kvh32, k_base, v_base,
+                                sk_s, sk_d, sv_s, sv_d, offs_m, offs_d, 0, full, SEQ, qk_scale, BLOCK_N2, 0, TMA)
+            dq = _bwd_dq_blocks(dq, q, do, m, log2_l, delta, KD2, VD2, b32, kvh32, k_base, v_base,
+                                sk_s, sk_d, sv_s, sv_d, offs_m, offs_d, full, SEQ, SEQ, qk_scale, BLOCK_N2, 2, TMA)
         dq_offs = (bh * SEQ + offs_m)[:, None] * HEAD_DIM + offs_d[None, :]
         tl.store(DQ + dq_offs, _rows.cast_for_store(dq * scale, DQ), mask=(offs_m < SEQ)[:, None])
 
@@ -602,16 +632,47 @@ def _unit_inner(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def _fwd_launch(q, k, v, out, lse, m, l, causal: bool, scale, qk_scale, save_stats: bool):
-    """The forward kernel's (grid, arguments, options) for q, k and v as laid out: the one list
-    that both the Python path and the native recording launch (the scales may be the recording's
-    per-call floats)."""
+@functools.lru_cache(maxsize=None)
+def _tma_device(index: int | None) -> bool:
+    """Whether the kernels may read through host tensor descriptors on this device: a Triton
+    that has them, and Hopper or newer (the interpreter emulates them: the CPU tests take the path)."""
+    if TensorDescriptor is None:
+        return False
+    return index is None or torch.cuda.get_device_capability(index)[0] >= 9
+
+
+def _tma(*tensors: torch.Tensor) -> bool:
+    """Whether the kernels read ``tensors`` (q, k, v; dO) through tensor descriptors: on a device
+    that has them (``_tma_device``), each 16-byte aligned, with a unit head_dim stride and every
+    other stride (as launched: ``_rows.launch_strides``) positive and a multiple of 16 bytes, as
+    the copy engine requires. Other layouts take the pointer loads, which change no bit."""
+    device = tensors[0].device
+    if not _tma_device(device.index if device.type == "cuda" else None):
+        return False
+    for t in tensors:
+        strides = _rows.launch_strides(t)
+        if t.data_ptr() & 15 or strides[-1] != 1 or any(s <= 0 or s * t.element_size() & 15 for s in strides[:-1]):
+            return False
+    return True
+
+
+def _descriptor(t: torch.Tensor, rows: int) -> object:
+    """t's (batch, heads, seq, head_dim) tensor descriptor, blocks of ``rows`` x head_dim."""
+    return TensorDescriptor(t, list(t.shape), list(_rows.launch_strides(t)), [1, 1, rows, t.shape[-1]])
+
+
+def _fwd_launch(q, k, v, out, lse, m, l, causal: bool, scale, qk_scale, save_stats: bool, tma: bool):
+    """The forward kernel's (grid, arguments, options) for q, k and v as laid out, read through
+    tensor descriptors where ``tma`` (``_tma``): the one list that both the Python path and the
+    native recording launch (the scales may be the recording's per-call floats)."""
     batch, heads, seq, head_dim = q.shape
     config = _fwd_config(head_dim)
-    args = (q, k, v, out, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
+    descriptors = ((_descriptor(q, config.block_m), _descriptor(k, config.block_n), _descriptor(v, config.block_n))
+                   if tma else (q, k, v))
+    args = (*descriptors, q, k, v, out, lse, m, l, *_launch_strides(q, k, v), heads, heads // k.shape[1], seq, scale,
             qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M=config.block_m, BLOCK_N=config.block_n, CAUSAL=causal,
-                SAVE_STATS=save_stats, num_warps=config.num_warps, num_stages=config.num_stages)
+                SAVE_STATS=save_stats, TMA=tma, num_warps=config.num_warps, num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_m), batch * heads), args, meta
 
 
@@ -653,15 +714,21 @@ def _delta_launch(out, dout, dlse, delta, config: BwdConfig):
 
 
 def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, scale, qk_scale, config: BwdConfig,
-                chunk: int):
-    """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program."""
+                chunk: int, tma: bool):
+    """The backward kernel's (grid, arguments, options), ``chunk`` q heads a program, q, k, v and
+    dO read through tensor descriptors where ``tma``: the dK/dV phase's (q and dO in blocks of
+    block_m1 rows, k and v of block_n1), then the dQ phase's (block_m2, block_n2)."""
     batch, heads, seq, head_dim = q.shape
     query_rows, dp_first = _dkdv_loop(head_dim, causal, chunk, config.block_n1)
-    args = (q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
+    c = config
+    operands = ((q, c.block_m1), (dout, c.block_m1), (k, c.block_n1), (v, c.block_n1),
+                (q, c.block_m2), (dout, c.block_m2), (k, c.block_n2), (v, c.block_n2))
+    descriptors = tuple(_descriptor(t, rows) if tma else t for t, rows in operands)
+    args = (*descriptors, q, k, v, dout, m, l, delta, dq, dk_out, dv_out, *_launch_strides(q, k, v, dout),
             heads, heads // k.shape[1], seq, scale, qk_scale)
     meta = dict(HEAD_DIM=head_dim, BLOCK_M1=config.block_m1, BLOCK_N1=config.block_n1, BLOCK_M2=config.block_m2,
                 BLOCK_N2=config.block_n2, CAUSAL=causal, CHUNK=chunk, QUERY_ROWS=query_rows,
-                DP_FIRST=dp_first, num_warps=config.num_warps, num_stages=config.num_stages)
+                DP_FIRST=dp_first, TMA=tma, num_warps=config.num_warps, num_stages=config.num_stages)
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 
@@ -674,7 +741,8 @@ def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
     if out.numel() > 0:
-        grid, args, meta = _fwd_launch(q, k, v, out, lse, m, l, causal, scale, scale * _LOG2E, save_stats)
+        grid, args, meta = _fwd_launch(q, k, v, out, lse, m, l, causal, scale, scale * _LOG2E, save_stats,
+                                       _tma(q, k, v))
         with _rows.launch_guard(q):
             _attn_fwd_kernel[grid](*args, **meta)
     return (out, lse, m, l) if save_stats else (out, lse)
@@ -691,6 +759,9 @@ def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
     config = _bwd_config(q.shape, causal, q.device)
     group = heads // kv_heads
     chunk = _bwd_chunk_of(q, k, config, causal)
+    tma = _tma(q, k, v)
+    if tma and not _tma(dout):  # a gradient laid out otherwise (broadcast, misaligned): copied, to keep the descriptors
+        dout = dout.clone(memory_format=torch.contiguous_format)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
         dk_out, dv_out = dk, dv
     else:  # fp32 partial sums, one per chunk of the group, added up below (_group_sum_kernel)
@@ -701,7 +772,7 @@ def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
         grid, args, meta = _delta_launch(out, dout, dlse, delta, config)
         _bwd_delta_kernel[grid](*args, **meta)
         grid, args, meta = _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal, scale, scale * _LOG2E,
-                                       config, chunk)
+                                       config, chunk, tma)
         _attn_bwd_kernel[grid](*args, **meta)
         if chunk != group:  # a fixed-order fp32 sum over the chunks, one rounding: deterministic
             grid, args, meta = _group_sum_launch(dk_out, dv_out, dk, dv)
@@ -842,13 +913,15 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
     ms, ls = ((forward.empty(stats_shape, torch.float32), forward.empty(stats_shape, torch.float32)) if save
               else (lses, lses))
     scale, qk_scale = forward.float_arg(0), forward.float_arg(1)
+    tma = _tma(q, k, v)
     try:
-        grid, args, meta = _fwd_launch(q, k, v, out, lse, lse, lse, causal, 1.0, 1.0, save)
+        grid, args, meta = _fwd_launch(q, k, v, out, lse, lse, lse, causal, 1.0, 1.0, save, tma)
+        mapped = [_native.TensorMap(slot, desc) if tma else slot for slot, desc in zip((qs, ks, vs), args[:3])]
         forward.launch(_attn_fwd_kernel.bind(grid, args, meta, runtime=len(args)),
-                       qs, ks, vs, outs, lses, ms, ls, *args[7:-2], scale, qk_scale)
+                       *mapped, qs, ks, vs, outs, lses, ms, ls, *args[10:-2], scale, qk_scale)
         if not save:
             return _native.program(forward, [outs, lses])
-        record, (dqs, dks, dvs) = _native_backward(q, k, v, out, lse, causal)
+        record, (dqs, dks, dvs) = _native_backward(q, k, v, out, lse, causal, tma)
     except _native.Unsupported:
         return _native.NOT_SERVED
     gradients = [slot if need else None for slot, need in zip((dqs, dks, dvs), needs)]
@@ -856,9 +929,10 @@ def _native_program(q, k, v, causal: bool, needs: tuple[bool, bool, bool] | None
                            gradients=gradients, grad_layouts=[forward.layout(outs), forward.layout(lses)])
 
 
-def _native_backward(q, k, v, out, lse, causal: bool):
+def _native_backward(q, k, v, out, lse, causal: bool, tma: bool):
     """The backward's recording, given (q, k, v, out, m, l, dout, dlse), and the slots of
-    dq, dk and dv."""
+    dq, dk and dv. dout arrives in out's layout (contiguous: the node copies another into it),
+    which descriptors can read wherever q, k and v can (``tma``)."""
     config = _bwd_config(q.shape, causal, q.device)
     chunk = _bwd_chunk_of(q, k, config, causal)
     chunks = q.shape[1] // k.shape[1] // chunk
@@ -879,9 +953,11 @@ def _native_backward(q, k, v, out, lse, causal: bool):
         dk_part = torch.empty(_partials_shape(q, k, chunk), dtype=torch.float32, device=q.device)
         dk_parts, dv_parts = (record.empty(dk_part.shape, torch.float32) for _ in range(2))
     grid, args, meta = _bwd_launch(q, k, v, dout, lse, lse, delta, dq, dk_part, dk_part, causal, 1.0, 1.0, config,
-                                   chunk)
+                                   chunk, tma)
+    operands = (q_s, dout_s, k_s, v_s, q_s, dout_s, k_s, v_s)  # the order of _bwd_launch's descriptors
+    mapped = [_native.TensorMap(slot, desc) if tma else slot for slot, desc in zip(operands, args[:8])]
     record.launch(_attn_bwd_kernel.bind(grid, args, meta, runtime=len(args)),
-                  q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dk_parts, dv_parts, *args[10:-2],
+                  *mapped, q_s, k_s, v_s, dout_s, m_s, l_s, delta_s, dqs, dk_parts, dv_parts, *args[18:-2],
                   record.float_arg(0), record.float_arg(1))
     if chunks > 1:
         grid, args, meta = _group_sum_launch(dk_part, dk_part, dk, dk)

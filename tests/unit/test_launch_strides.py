@@ -65,7 +65,7 @@ def test_attention_launches_see_unit_head_dim_strides(monkeypatch):
     broadcast = torch.randn(1, 2, 5, 1).expand(1, 2, 5, 16)  # head_dim stride 0
     strided = torch.randn(1, 2, 5, 48)[..., ::3]  # head_dim stride 3
     out, _, m, l = fa._forward(broadcast, strided, broadcast, False, 0.25, save_stats=True)
-    assert seen["_attn_fwd_kernel"][7:19][3::4] == (1, 1, 1)  # q, k, v strides follow 7 pointers
+    assert seen["_attn_fwd_kernel"][10:22][3::4] == (1, 1, 1)  # q, k, v strides follow 10 pointers
     fa._backward(broadcast, strided, broadcast, out, m, l, broadcast, None, False, 0.25)
     assert seen["_bwd_delta_kernel"][4:8][3] == 1  # dout's strides follow 4 pointers
-    assert seen["_attn_bwd_kernel"][10:26][3::4] == (1, 1, 1, 1)  # q, k, v, dout after 10 pointers
+    assert seen["_attn_bwd_kernel"][18:34][3::4] == (1, 1, 1, 1)  # q, k, v, dout after 18 pointers
