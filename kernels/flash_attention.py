@@ -69,7 +69,7 @@ import triton.language as tl
 
 from kernels import _launch, _native, _ops, _rows
 from kernels._matmul import dot
-from kernels._runtime import sm_count
+from kernels._runtime import interpreting, sm_count
 from kernels._validate import check_same_device, check_same_dtype, check_shape, check_tensor
 
 try:
@@ -732,23 +732,35 @@ def _bwd_launch(q, k, v, dout, m, l, delta, dq, dk_out, dv_out, causal: bool, sc
     return (triton.cdiv(seq, config.block_n1), batch * heads // chunk), args, meta
 
 
-def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False):
+# The Python path (torch.compile's custom op, HARNESS_NATIVE=0, layouts the native path does not
+# serve) reads through pointers on a GPU: Triton 3.6's launcher expands every descriptor argument
+# in Python at every launch, which cost that path up to 90 us a forward (seq 1k and below) and
+# 160-710 us a forward+backward (seq 1k to 4k) on an H200 (benchmarks/results/2026-11-29-h200-37,
+# call 3), more than the descriptors save. The native path encodes them in C++ (kernels/_native.py). Under the
+# interpreter the Python path takes them, so that the CPU's tests run the descriptor loads.
+_PYTHON_PATH_TMA = interpreting()
+
+
+def _forward(q, k, v, causal: bool, scale: float, save_stats: bool = False, tma: bool | None = None):
     """(out, lse), plus (m, l) when ``save_stats``: each row's raw-score maximum and softmax
-    denominator, from which the backward recomputes P (``_exp2_shifted``)."""
+    denominator, from which the backward recomputes P (``_exp2_shifted``). ``tma``: read q, k and
+    v through tensor descriptors (None: where the Python path does, ``_PYTHON_PATH_TMA``)."""
     q, k, v = (_unit_inner(t) for t in (q, k, v))
     batch, heads, seq, _ = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch, heads, seq), dtype=torch.float32, device=q.device)
     m, l = (torch.empty_like(lse) for _ in range(2)) if save_stats else (lse, lse)  # unused if not saved
     if out.numel() > 0:
-        grid, args, meta = _fwd_launch(q, k, v, out, lse, m, l, causal, scale, scale * _LOG2E, save_stats,
-                                       _tma(q, k, v))
+        if tma is None:
+            tma = _PYTHON_PATH_TMA and _tma(q, k, v)
+        grid, args, meta = _fwd_launch(q, k, v, out, lse, m, l, causal, scale, scale * _LOG2E, save_stats, tma)
         with _rows.launch_guard(q):
             _attn_fwd_kernel[grid](*args, **meta)
     return (out, lse, m, l) if save_stats else (out, lse)
 
 
-def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
+def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float, tma: bool | None = None):
+    """dq, dk, dv; ``tma`` as ``_forward``'s (dO copied where descriptors cannot read it)."""
     q, k, v, dout = (_unit_inner(t) for t in (q, k, v, dout))  # q, k, v: as the forward left them
     batch, heads, seq, head_dim = q.shape
     kv_heads = k.shape[1]
@@ -759,7 +771,8 @@ def _backward(q, k, v, out, m, l, dout, dlse, causal: bool, scale: float):
     config = _bwd_config(q.shape, causal, q.device)
     group = heads // kv_heads
     chunk = _bwd_chunk_of(q, k, config, causal)
-    tma = _tma(q, k, v)
+    if tma is None:
+        tma = _PYTHON_PATH_TMA and _tma(q, k, v)
     if tma and not _tma(dout):  # a gradient laid out otherwise (broadcast, misaligned): copied, to keep the descriptors
         dout = dout.clone(memory_format=torch.contiguous_format)
     if chunk == group:  # each program sums a whole group: it writes the gradients themselves
