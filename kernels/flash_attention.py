@@ -51,6 +51,13 @@ Numerics: fp32 accumulation everywhere, and FlashAttention-2's three roundings t
 ``tests/unit/test_attention_weights.py`` checks that budget against the scheme emulated in torch
 on cases of the kinds where D's roundings were once found beyond it.
 
+Loads: q, k, v and dO through host tensor descriptors (TMA: the copy engine fills shared memory,
+no per-element addresses in registers) on the native host path, on Hopper and newer, where the
+layout allows (``_tma``); through pointers elsewhere (``_PYTHON_PATH_TMA`` says why the Python path
+does so on a GPU). The tiles and the arithmetic are the same, and so are the bits
+(``tests/unit/test_flash_descriptors.py``); the descriptors made the backward 1.05-1.14x and the
+forward up to 1.15x faster on an H200 at seq 4k and 16k (benchmarks/results/2026-11-29-h200-37).
+
 Tiling: on a GPU, forward blocks of 64 queries x 64 keys, 4 warps, 3 pipeline stages; the
 backward's tiles per head_dim, smaller where the large ones would leave SMs idle (``_GPU_BWD``).
 Under the interpreter, 32 x 16, so that CPU-sized sequences span several blocks and the forward's
