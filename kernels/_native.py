@@ -271,10 +271,14 @@ def _launch_record(launcher: object, head: tuple) -> tuple:
             continue
         params.append(_param(name, position, kind, value))
     params += [(NULL, 0, 0, 0.0), (NULL, 0, 0, 0.0)]  # global and profile scratch: none
+    if len(params) > MAX_PARAMS or len(maps) > MAX_TENSOR_MAPS:
+        raise Unsupported(f"{name}: {len(params)} parameters and {len(maps)} tensor maps, beyond the native path's "
+                          f"{MAX_PARAMS} and {MAX_TENSOR_MAPS}")
     grid = list(launcher.grid)
     return (int(launcher.function), grid, 32 * int(meta.num_warps), int(meta.shared), params, str(name), maps)
 
 
+MAX_PARAMS, MAX_TENSOR_MAPS = 192, 8  # a launch's limits in native.cpp (kMaxParams, kMaxMaps)
 _TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
 
 
@@ -308,7 +312,10 @@ def _tensor_map_params(name: str, value: TensorMap, meta: dict, index: int, maps
     import inspect
 
     extra = (None,) * (len(inspect.signature(make_tensordesc_arg).parameters) - 2)  # (arg, metadata[, _])
-    cu_map, *sizes = make_tensordesc_arg(value.descriptor, meta, *extra)
+    try:
+        cu_map, *sizes = make_tensordesc_arg(value.descriptor, meta, *extra)
+    except Exception as exc:  # noqa: BLE001 - a map Triton cannot encode: the op keeps its Python path
+        raise Unsupported(f"{name}: Triton could not encode the tensor map ({exc!r})") from exc
     rank = len(value.descriptor.shape)
     if len(sizes) != 2 * rank:
         raise Unsupported(f"{name}: a descriptor expanded to {len(sizes)} integers, not {2 * rank}")

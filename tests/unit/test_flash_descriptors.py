@@ -71,7 +71,9 @@ def test_a_layout_the_copy_engine_cannot_read_takes_the_pointers_with_the_same_b
                 assert torch.equal(a, b), f"{name}, causal={causal}"
 
 
-def test_a_gradient_the_copy_engine_cannot_read_is_copied_and_gives_the_same_bits():
+def test_a_gradient_the_copy_engine_cannot_read_is_copied_and_gives_the_same_bits(monkeypatch):
+    # The interpreter's descriptors read a stride of 0 as the GPU's copy engine cannot: the spy
+    # checks that every tensor given a descriptor is one the copy engine can read.
     device = torch.device(kernel_device_type())
     q, k, v, dout = _operands(2, 2, 40, 32, torch.bfloat16, device, torch.Generator().manual_seed(6))
     if not fa._tma(q, k, v):
@@ -80,9 +82,13 @@ def test_a_gradient_the_copy_engine_cannot_read_is_copied_and_gives_the_same_bit
     misaligned = torch.empty(dout.numel() + 8, dtype=dout.dtype, device=device)[1:1 + dout.numel()].view(dout.shape)
     misaligned.copy_(dout)  # contiguous, 2 bytes past a 16-byte boundary
     out, lse, m, l = fa._forward(q, k, v, True, 0.3, save_stats=True, tma=True)
+    described = []
+    monkeypatch.setattr(fa, "_descriptor", lambda t, rows, _make=fa._descriptor: described.append(t) or _make(t, rows))
     for grad in (broadcast, misaligned):
         assert not fa._tma(grad)
+        described.clear()
         got = fa._backward(q, k, v, out, m, l, grad, None, True, 0.3, tma=True)
+        assert len(described) == 8 and all(fa._tma(t) for t in described)
         expected = fa._backward(q, k, v, out, m, l, grad.clone(memory_format=torch.contiguous_format), None, True,
                                 0.3, tma=True)
         for name, a, b in zip(("dq", "dk", "dv"), got, expected):

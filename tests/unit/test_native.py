@@ -100,6 +100,33 @@ def test_a_descriptor_argument_is_recorded_as_its_tensor_map_then_its_shape_and_
     ]
 
 
+def test_a_launch_beyond_the_native_limits_or_a_map_triton_cannot_encode_is_not_recorded(monkeypatch):
+    # The C++ program holds at most MAX_PARAMS parameters and MAX_TENSOR_MAPS maps a launch: a
+    # launch beyond them keeps Triton's path (Unsupported), as does a map Triton fails to encode,
+    # instead of failing the call.
+    from triton.backends.nvidia import driver
+
+    record = _native.Builder(1)
+    (x,) = record.given
+    many = {f"p{i}": "i32" for i in range(_native.MAX_PARAMS - 1)}
+    with pytest.raises(_native.Unsupported, match=f"{_native.MAX_PARAMS + 1} parameters and 0 tensor maps"):
+        record.launch(_launcher(many, tuple(range(_native.MAX_PARAMS - 1)), loose=()))
+    maps = {f"d{i}": "tensordesc<fp16[1, 64]>" for i in range(_native.MAX_TENSOR_MAPS + 1)}
+    meta = {"swizzle": 128, "elem_size": 2, "elem_type": 6, "block_size": [1, 64], "fp4_padded": False}
+    monkeypatch.setattr(driver, "make_tensordesc_arg", lambda arg, meta, _=None: [PyCUtensorMap([0] * 16), 8, 64, 64, 1])
+    descriptor = types.SimpleNamespace(shape=[8, 64], strides=[64, 1])
+    head = [_native.TensorMap(x, descriptor)] * len(maps)
+    with pytest.raises(_native.Unsupported, match=f"{_native.MAX_TENSOR_MAPS + 1} tensor maps"):
+        record.launch(_launcher(maps, (), tensordesc_meta=[meta] * len(maps)), *head)
+
+    def refuse(arg, meta, _=None):
+        raise AssertionError("strides must be 16-byte aligned")
+
+    monkeypatch.setattr(driver, "make_tensordesc_arg", refuse)
+    with pytest.raises(_native.Unsupported, match="could not encode the tensor map"):
+        record.launch(_launcher(DESCRIPTOR_SIGNATURE, (64,), tensordesc_meta=[meta]), _native.TensorMap(x, descriptor), x, 8)
+
+
 @pytest.mark.parametrize("value, metadata, why", [
     ("slot", {"tensordesc_meta": [{"swizzle": 128}]}, "descriptor argument 0 is Slot\\(0\\), not a TensorMap"),
     ("map", {"tensordesc_meta": []}, "not a TensorMap of a kernel compiled with descriptor metadata"),
