@@ -27,7 +27,7 @@ import math
 import pytest
 import torch
 
-from harness.case import Case
+from harness.case import Case, TensorRecipe, canonical_layout
 from harness.dispatch import run_check
 from harness.registry import load_specs
 from harness.validate import interpreting
@@ -126,15 +126,16 @@ def _flash_attention_2(d_error: float):
     return call
 
 
-def _case(dtype, seq, head_dim, causal, scale, seed, values):
-    """A one-head case: q and k normal, v of ``values``."""
-    tensor = lambda kind, offset: {
-        "dtype": dtype, "layout": {"expanded": [], "offset": 0, "perm": [], "steps": []}, "seed": seed + offset,
-        "shape": [1, 1, seq, head_dim], "values": kind}
-    return {"dims": {"batch": 1, "group": 1, "head_dim": head_dim, "kv_heads": 1, "seq": seq}, "dtype": dtype,
-            "grad_layout": "contiguous", "grad_seed": seed, "scalars": {"causal": causal, "scale": scale},
-            "schema": 1, "spec": "flash_attention",
-            "tensors": {"q": tensor("normal", 1), "k": tensor("normal", 2), "v": tensor(values, 3)}}
+def _case(dtype, seq, head_dim, causal, scale, seed, values) -> Case:
+    """A one-head case, contiguous: q and k normal, v of ``values``."""
+    shape = (1, 1, seq, head_dim)
+    layout = canonical_layout("contiguous", len(shape), shape)
+    kinds = {"q": "normal", "k": "normal", "v": values}
+    return Case(spec="flash_attention", dtype=dtype,
+                dims={"batch": 1, "group": 1, "head_dim": head_dim, "kv_heads": 1, "seq": seq},
+                tensors={name: TensorRecipe(shape, dtype, layout, kind, seed + offset)
+                         for offset, (name, kind) in enumerate(kinds.items(), start=1)},
+                scalars={"causal": causal, "scale": scale}, grad_seed=seed)
 
 
 # The shapes of the H100 nightly's failures of D from the stored output (2026-11-23-h100-3: fp16,
@@ -146,12 +147,11 @@ _FA2_CASES = {
     "fp16 seq 251 head_dim 128 mixed": _case("float16", 251, 128, False, None, 4, "mixed_scales"),
     "bf16 seq 381 head_dim 16 mixed": _case("bfloat16", 381, 16, False, None, 7, "mixed_scales"),
     "fp16 causal mixed": _case("float16", 127, 64, True, None, 3, "mixed_scales"),
-    "bf16 near-uniform, equal values": _CASE,
+    "bf16 near-uniform, equal values": Case.from_json(_CASE),
 }
 
 
-def _backward_score(case_json: dict, d_error: float) -> tuple[float, float, str]:
-    case = Case.from_json(case_json)
+def _backward_score(case: Case, d_error: float) -> tuple[float, float, str]:
     spec = load_specs()["flash_attention"]
     result = run_check(spec, _flash_attention_2(d_error), "backward", case, "cpu")
     return result.score, spec.numerics.multiple_for(case.dtype, interpreter=False, gradients=True), result.details()
